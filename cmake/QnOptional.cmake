@@ -1,0 +1,28 @@
+# Helpers for the AUTO/ON/OFF module switches.
+
+# qn_module_result(OPTION FOUND WHY): sets QN_HAVE_<OPTION> and explains the outcome.
+function(qn_module_result option found why)
+  if(${option} STREQUAL "OFF")
+    set(have OFF)
+    set(reason "disabled (-D${option}=OFF)")
+  elseif(found)
+    set(have ON)
+    set(reason "on")
+  elseif(${option} STREQUAL "ON")
+    message(FATAL_ERROR "QuintNet: ${option}=ON but ${why}")
+  else()
+    set(have OFF)
+    set(reason "off: ${why}")
+  endif()
+  set(QN_HAVE_${option} ${have} PARENT_SCOPE)
+  set_property(GLOBAL APPEND PROPERTY QN_SUMMARY "${option}: ${reason}")
+endfunction()
+
+function(qn_summary)
+  get_property(lines GLOBAL PROPERTY QN_SUMMARY)
+  message(STATUS "QuintNet modules:")
+  message(STATUS "  core: on")
+  foreach(line IN LISTS lines)
+    message(STATUS "  ${line}")
+  endforeach()
+endfunction()

