@@ -1,5 +1,7 @@
 #include "core/schedule.h"
 
+#include <cctype>
+
 #include "core/error.h"
 
 namespace quintnet::core {

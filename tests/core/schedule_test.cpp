@@ -79,7 +79,9 @@ TEST(ScheduleStats, ZeroBubbleH1IsStrictlyBelow1F1B) {
       // Same peak of full activation sets as 1F1B.
       EXPECT_EQ(zb.peak_activations, ob.peak_activations) << "pp " << pp << " m " << m;
       // With m >= p it reaches the paper's bubble: (p-1)(tf+tb-tw) per rank.
-      if (m >= pp) EXPECT_NEAR(zb.bubble_fraction, (pp - 1.0) / (3.0 * m + pp - 1), 1e-12);
+      if (m >= pp) {
+        EXPECT_NEAR(zb.bubble_fraction, (pp - 1.0) / (3.0 * m + pp - 1), 1e-12) << "pp " << pp << " m " << m;
+      }
     }
 }
 

@@ -1,0 +1,109 @@
+// `quintnet` — the git-style front door.  Built-in verbs (schedule, check-config) run
+// here; `quintnet VERB ...` runs the executable quintnet-VERB found next to this one
+// (train, launch, simulate, view, ...: each module builds its own), so a build
+// without a module simply lacks its verbs.
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/cli/verbs.h"
+#include "core/config_reader.h"
+
+namespace {
+
+struct Verb {
+  const char* name;
+  const char* help;
+};
+
+// Verbs of every module, in the order `quintnet --help` lists them.
+const std::vector<Verb> kVerbs = {
+    {"schedule", "draw and check a pipeline schedule; bubble fraction, memory"},
+    {"check-config", "validate a plan (YAML/JSON) before running it"},
+    {"launch", "start N local ranks with the torchrun environment"},
+    {"train", "train a model on the plan's mesh (LibTorch)"},
+    {"checkpoint", "export or reshard checkpoints"},
+    {"generate", "sample text from a GPT-2 checkpoint"},
+    {"simulate", "predict a plan on a described cluster (SimGrid)"},
+    {"calibrate", "fit simulator op times from an executor trace"},
+    {"plan", "search the best layout for a model and cluster"},
+    {"view", "open traces in the timeline viewer (Qt)"},
+    {"render", "render a trace timeline to PNG/SVG without a display"},
+};
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  std::string path(buf);
+  return path.substr(0, path.rfind('/'));
+}
+
+bool executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+bool builtin(const std::string& verb) { return verb == "schedule" || verb == "check-config"; }
+
+void print_help() {
+  const std::string dir = self_dir();
+  std::cout << "usage: quintnet VERB [options]   (quintnet VERB --help for a verb's options)\n\n"
+               "QuintNet: 3D-parallel training (exec), its simulation (sim) and timelines (view).\n\n"
+               "verbs in this build:\n";
+  std::vector<std::string> missing;
+  for (const Verb& v : kVerbs) {
+    if (builtin(v.name) || executable(dir + "/quintnet-" + v.name)) {
+      std::string name = v.name;
+      name.resize(14, ' ');
+      std::cout << "  " << name << v.help << '\n';
+    } else {
+      missing.push_back(v.name);
+    }
+  }
+  if (!missing.empty()) {
+    std::cout << "\nnot in this build (their module was switched off at configure time):";
+    for (const auto& m : missing) std::cout << ' ' << m;
+    std::cout << '\n';
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    print_help();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string verb = argv[1];
+  if (verb == "schedule") return quintnet::core::cli::schedule_command(argc - 1, argv + 1);
+  if (verb == "check-config") return quintnet::core::cli::check_config_command(argc - 1, argv + 1);
+
+  const std::string path = self_dir() + "/quintnet-" + verb;
+  if (executable(path)) {
+    std::vector<char*> args;
+    std::string arg0 = "quintnet-" + verb;
+    args.push_back(arg0.data());
+    for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    execv(path.c_str(), args.data());
+    std::cerr << "quintnet: cannot run " << path << ": " << std::strerror(errno) << '\n';
+    return 1;
+  }
+  std::string best;
+  int best_d = 3;
+  for (const Verb& v : kVerbs)
+    if (int d = quintnet::core::edit_distance(verb, v.name); d < best_d) best_d = d, best = v.name;
+  bool known = false;
+  for (const Verb& v : kVerbs) known = known || verb == v.name;
+  if (known)
+    std::cerr << "quintnet: '" << verb << "' is not in this build (its module was switched off at configure "
+                 "time; see the configure summary)\n";
+  else
+    std::cerr << "quintnet: '" << verb << "' is not a quintnet verb" << (best.empty() ? "" : "; did you mean '" + best + "'?")
+              << " See 'quintnet --help'.\n";
+  return 2;
+}

@@ -1,0 +1,127 @@
+#pragma once
+// core::Plan — the one description of a run (model, mesh, schedule, batch) that both
+// exec and sim consume.  Loaded from YAML or JSON; the flat keys of the original
+// Python QuintNet configs load unchanged (see docs/CONFIG.md for every key).
+//
+// Batch semantics follow the original code: batch_size is the global batch of one
+// optimizer step, grad_acc_steps the number of microbatches per step (the pipeline's
+// m), so micro-batch size = batch_size / (grad_acc_steps × dp).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/mesh.h"
+#include "core/schedule.h"
+
+namespace quintnet::core {
+
+struct ModelConfig {
+  std::string kind = "vit";  // "vit" or "gpt2"
+
+  // Vision Transformer (the original config's flat keys).
+  int img_size = 28;
+  int patch_size = 4;
+  int hidden_dim = 64;
+  int in_channels = 1;
+  int n_heads = 4;
+  int depth = 8;
+  int num_classes = 10;
+
+  // GPT-2 (the original's model_config block).
+  int vocab_size = 50257;
+  int n_positions = 1024;
+  int n_embd = 768;
+  int n_layer = 12;
+  int n_head = 12;
+  int n_inner = 3072;
+  double layer_norm_epsilon = 1e-5;
+
+  // Dropout (ViT: one rate; GPT-2: attn/embd/resid).
+  double dropout = 0.0;
+  double attn_pdrop = 0.1;
+  double embd_pdrop = 0.1;
+  double resid_pdrop = 0.1;
+
+  bool is_gpt() const { return kind == "gpt2"; }
+  int layers() const { return is_gpt() ? n_layer : depth; }
+  int heads() const { return is_gpt() ? n_head : n_heads; }
+  int hidden() const { return is_gpt() ? n_embd : hidden_dim; }
+  int mlp_hidden() const { return is_gpt() ? n_inner : 4 * hidden_dim; }
+};
+
+struct Plan {
+  std::string source = "<defaults>";  // where it was loaded from, for messages
+
+  // Training.
+  std::string dataset_path = "/usr/share/datasets/fashion-mnist";
+  int batch_size = 32;
+  int num_epochs = 10;
+  double learning_rate = 1e-4;
+  int grad_acc_steps = 1;
+  double max_grad_norm = 1.0;  // 0 disables clipping
+  int patience = 5;            // epochs without improvement before stopping; 0 = off
+  double weight_decay = 0.01;
+  int warmup_steps = 0;
+  std::uint64_t seed = 42;
+  std::int64_t max_samples = 0;      // 0 = whole training set
+  std::int64_t max_val_samples = 0;  // 0 = whole validation set
+
+  ModelConfig model;
+
+  // Parallelism.
+  std::string device_type = "cpu";  // cpu | cuda
+  std::vector<int> mesh_dim = {1, 1, 1};
+  std::vector<std::string> mesh_name = {"dp", "tp", "pp"};
+  std::string strategy_name;  // dp, tp, pp, dp_tp, dp_pp, tp_pp, 3d; empty = from the mesh
+  std::string schedule = "1f1b";
+  int virtual_stages = 1;       // chunks per pipeline rank (interleaved schedule)
+  double bucket_size_mb = 25.0;  // DP gradient bucket size
+
+  // Language-model data and logging (GPT-2 configs).
+  std::string dataset_name;
+  int max_seq_length = 512;
+  int max_target_length = 128;
+  int log_interval = 10;
+  int eval_interval = 500;
+  int save_interval = 1000;
+  std::string output_dir = "runs";
+  std::string checkpoint_path;
+
+  Mesh mesh() const { return Mesh(mesh_dim, mesh_name); }
+  int world_size() const;
+  int dp() const { return mesh().size("dp"); }
+  int tp() const { return mesh().size("tp"); }
+  int pp() const { return mesh().size("pp"); }
+  int microbatches() const { return grad_acc_steps; }
+  int micro_batch_size() const { return batch_size / (grad_acc_steps * dp()); }
+  ScheduleKind schedule_kind() const { return parse_schedule_kind(schedule); }
+  // The strategy in use: strategy_name, or the one the mesh implies when empty.
+  std::string strategy() const;
+
+  nlohmann::json to_json() const;  // every key, loadable again by parse_plan
+};
+
+struct LoadedPlan {
+  Plan plan;
+  std::vector<std::string> warnings;  // unknown keys, with the nearest known key
+};
+
+// Parses and validates (see validate_plan).  Throws ConfigError.
+LoadedPlan load_plan(const std::string& path, std::optional<int> world_size = std::nullopt);
+LoadedPlan parse_plan_text(const std::string& text, const std::string& origin,
+                           std::optional<int> world_size = std::nullopt);
+LoadedPlan parse_plan_json(const nlohmann::json& doc, const std::string& origin,
+                           std::optional<int> world_size = std::nullopt);
+
+// Checks everything that must hold before a process group exists; throws ConfigError
+// naming key, value and fix.  With world_size, the mesh product must equal it.
+void validate_plan(const Plan& plan, std::optional<int> world_size = std::nullopt);
+
+// Every key the loader understands (for "did you mean" and docs).
+std::vector<std::string> known_plan_keys();
+std::vector<std::string> strategy_names();
+
+}  // namespace quintnet::core

@@ -1,0 +1,149 @@
+// Everything a plan must satisfy before any process group exists.  Each failure is
+// one ConfigError naming the key, the value and the fix.
+#include <algorithm>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/plan.h"
+
+namespace quintnet::core {
+namespace {
+
+std::vector<std::string> strategy_axes(const std::string& strategy) {
+  if (strategy == "dp") return {"dp"};
+  if (strategy == "tp") return {"tp"};
+  if (strategy == "pp") return {"pp"};
+  if (strategy == "dp_tp") return {"dp", "tp"};
+  if (strategy == "dp_pp") return {"dp", "pp"};
+  if (strategy == "tp_pp") return {"tp", "pp"};
+  if (strategy == "3d") return {"dp", "tp", "pp"};
+  return {};
+}
+
+class Checker {
+ public:
+  explicit Checker(const Plan& p) : p_(p) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& msg) const {
+    throw ConfigError(p_.source + ": " + key + ": " + msg);
+  }
+
+  // `what` must divide evenly by `by`.
+  void divisible(const std::string& key, int value, const std::string& by_name, int by, const std::string& fix) const {
+    if (by > 0 && value % by != 0) {
+      std::ostringstream msg;
+      msg << value << " is not divisible by " << by_name << " = " << by << "; " << fix;
+      fail(key, msg.str());
+    }
+  }
+
+  void check(std::optional<int> world_size) const {
+    check_mesh(world_size);
+    check_strategy();
+    check_schedule();
+    check_model();
+    check_batch();
+    if (p_.device_type != "cpu" && p_.device_type != "cuda")
+      fail("device_type", "unknown device '" + p_.device_type + "'; choose cpu or cuda");
+  }
+
+ private:
+  void check_mesh(std::optional<int> world_size) const {
+    Mesh mesh = [&] {
+      try {
+        return p_.mesh();
+      } catch (const MeshError& e) {
+        fail("mesh_dim", e.what());
+      }
+    }();
+    for (const auto& name : p_.mesh_name)
+      if (name != "dp" && name != "tp" && name != "pp")
+        fail("mesh_name", "unknown axis '" + name + "'; QuintNet's axes are dp, tp and pp");
+    if (world_size) {
+      try {
+        mesh.check_world_size(*world_size);
+      } catch (const MeshError& e) {
+        throw ConfigError(p_.source + ": " + e.what());
+      }
+    }
+  }
+
+  void check_strategy() const {
+    const std::string s = p_.strategy();
+    const auto axes = strategy_axes(s);
+    if (axes.empty())
+      fail("strategy_name", "unknown strategy '" + s + "'; choose one of dp, tp, pp, dp_tp, dp_pp, tp_pp, 3d");
+    const Mesh mesh = p_.mesh();
+    for (const char* axis : {"dp", "tp", "pp"})
+      if (mesh.size(axis) > 1 && std::find(axes.begin(), axes.end(), axis) == axes.end())
+        fail("strategy_name", "'" + s + "' does not use the " + axis + " axis, but mesh_dim gives it size " +
+                                  std::to_string(mesh.size(axis)) + "; set " + axis +
+                                  " to 1 in mesh_dim or pick a strategy that includes " + axis +
+                                  " (e.g. 3d)");
+  }
+
+  void check_schedule() const {
+    ScheduleKind kind;
+    try {
+      kind = p_.schedule_kind();
+    } catch (const ConfigError& e) {
+      throw ConfigError(p_.source + ": " + e.what());
+    }
+    const int pp = p_.pp(), m = p_.microbatches(), v = p_.virtual_stages;
+    if (v > 1 && kind != ScheduleKind::Interleaved)
+      fail("virtual_stages", std::to_string(v) + " chunks per rank need schedule: interleaved (schedule is '" +
+                                 p_.schedule + "'); set virtual_stages: 1 or schedule: interleaved");
+    if (kind == ScheduleKind::Interleaved && pp > 1 && m < pp)
+      fail("grad_acc_steps", std::to_string(m) + " microbatches are fewer than the " + std::to_string(pp) +
+                                 " pipeline stages; the interleaved schedule needs at least pp microbatches "
+                                 "(set grad_acc_steps >= " + std::to_string(pp) + " or use schedule: 1f1b)");
+  }
+
+  void check_model() const {
+    const ModelConfig& m = p_.model;
+    const int tp = p_.tp(), pp = p_.pp(), v = p_.virtual_stages;
+    const std::string heads_key = m.is_gpt() ? "model_config.n_head" : "n_heads";
+    const std::string hidden_key = m.is_gpt() ? "model_config.n_embd" : "hidden_dim";
+    const std::string layers_key = m.is_gpt() ? "model_config.n_layer" : "depth";
+    divisible(hidden_key, m.hidden(), heads_key, m.heads(),
+              "the hidden size must split evenly into attention heads");
+    divisible(heads_key, m.heads(), "tp", tp, "tensor parallelism splits whole heads; pick tp dividing " +
+                                                  std::to_string(m.heads()));
+    divisible(hidden_key, m.hidden(), "tp", tp, "pick tp dividing " + std::to_string(m.hidden()));
+    if (m.is_gpt())
+      divisible("model_config.n_inner", m.n_inner, "tp", tp, "pick tp dividing " + std::to_string(m.n_inner));
+    else
+      divisible("img_size", m.img_size, "patch_size", m.patch_size, "choose a patch size that tiles the image");
+    if (m.layers() < pp * v) {
+      std::ostringstream msg;
+      msg << m.layers() << " layers cannot fill " << pp * v << " pipeline stages (pp " << pp << " x "
+          << v << " chunks); every stage needs at least one layer: reduce pp"
+          << (v > 1 ? " or virtual_stages" : "") << ", or use more layers";
+      fail(layers_key, msg.str());
+    }
+  }
+
+  void check_batch() const {
+    const int dp = p_.dp(), m = p_.microbatches();
+    const long long per_step = static_cast<long long>(m) * dp;
+    if (p_.batch_size % per_step != 0) {
+      std::ostringstream msg;
+      const long long lo = (p_.batch_size / per_step) * per_step;
+      msg << p_.batch_size << " is not divisible by grad_acc_steps x dp = " << m << " x " << dp << " = "
+          << per_step << " (the global batch splits into grad_acc_steps microbatches on each of dp replicas); "
+          << "use a multiple of " << per_step << " such as " << (lo > 0 ? lo : per_step) << " or "
+          << lo + per_step;
+      fail("batch_size", msg.str());
+    }
+  }
+
+  const Plan& p_;
+};
+
+}  // namespace
+
+std::vector<std::string> strategy_names() { return {"dp", "tp", "pp", "dp_tp", "dp_pp", "tp_pp", "3d"}; }
+
+void validate_plan(const Plan& plan, std::optional<int> world_size) { Checker(plan).check(world_size); }
+
+}  // namespace quintnet::core

@@ -1,0 +1,148 @@
+// core::Plan: the original configs load unchanged; every bad plan names key, value, fix.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/plan.h"
+
+using namespace quintnet::core;
+
+namespace {
+
+const std::string kOriginalVit = std::string(QN_SOURCE_DIR) + "/experiments/configs/original/config.yaml";
+const std::string kOriginalGpt2 = std::string(QN_SOURCE_DIR) + "/experiments/configs/original/gpt2_config.yaml";
+
+// A valid 2x2x2 ViT plan with one line replaced / added.
+std::string vit_yaml(const std::string& extra = "") {
+  return "batch_size: 32\ngrad_acc_steps: 2\nlearning_rate: 1e-4\nimg_size: 28\npatch_size: 4\n"
+         "hidden_dim: 64\nn_heads: 4\ndepth: 8\nmesh_dim: [2, 2, 2]\nmesh_name: ['dp', 'tp', 'pp']\n"
+         "strategy_name: '3d'\nschedule: '1f1b'\n" + extra;
+}
+
+// The ConfigError message of loading `text`; empty when it loads.
+std::string error_of(const std::string& text, std::optional<int> world = std::nullopt) {
+  try {
+    parse_plan_text(text, "test.yaml", world);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_MESSAGE(text, ...)                                             \
+  do {                                                                        \
+    const std::string msg = error_of(text);                                   \
+    for (const char* part : {__VA_ARGS__})                                    \
+      EXPECT_NE(msg.find(part), std::string::npos) << "'" << part << "' not in: " << msg; \
+  } while (0)
+
+}  // namespace
+
+TEST(Plan, OriginalVitConfigLoadsUnchanged) {
+  LoadedPlan loaded = load_plan(kOriginalVit, 8);
+  const Plan& p = loaded.plan;
+  EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.front();
+  EXPECT_EQ(p.model.kind, "vit");
+  EXPECT_EQ(p.dp(), 2);
+  EXPECT_EQ(p.tp(), 2);
+  EXPECT_EQ(p.pp(), 2);
+  EXPECT_EQ(p.batch_size, 32);
+  EXPECT_EQ(p.microbatches(), 2);
+  EXPECT_EQ(p.micro_batch_size(), 8);  // 32 / (2 microbatches x dp 2)
+  EXPECT_DOUBLE_EQ(p.learning_rate, 1e-4);
+  EXPECT_EQ(p.model.depth, 8);
+  EXPECT_EQ(p.model.hidden_dim, 64);
+  EXPECT_EQ(p.strategy(), "3d");
+  EXPECT_EQ(p.schedule_kind(), ScheduleKind::OneFOneB);
+  EXPECT_EQ(p.dataset_path, "/mnt/dataset/mnist/");
+  EXPECT_EQ(p.device_type, "cuda");
+}
+
+TEST(Plan, OriginalGpt2ConfigLoadsUnchanged) {
+  LoadedPlan loaded = load_plan(kOriginalGpt2, 8);
+  const Plan& p = loaded.plan;
+  EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.front();
+  EXPECT_EQ(p.model.kind, "gpt2");
+  EXPECT_EQ(p.model.n_layer, 12);
+  EXPECT_EQ(p.model.n_embd, 768);
+  EXPECT_EQ(p.model.vocab_size, 50257);
+  EXPECT_DOUBLE_EQ(p.model.layer_norm_epsilon, 1e-5);
+  EXPECT_EQ(p.micro_batch_size(), 32);  // 512 / (8 x 2)
+  EXPECT_EQ(p.warmup_steps, 200);
+}
+
+TEST(Plan, JsonAndYamlGiveTheSamePlan) {
+  Plan from_yaml = parse_plan_text(vit_yaml(), "a.yaml").plan;
+  Plan from_json = parse_plan_json(from_yaml.to_json(), "a.json").plan;
+  EXPECT_EQ(from_yaml.to_json(), from_json.to_json());
+  Plan from_json_text = parse_plan_text(from_yaml.to_json().dump(), "a.json").plan;
+  EXPECT_EQ(from_yaml.to_json(), from_json_text.to_json());
+}
+
+TEST(Plan, MeshProductMustEqualWorldSize) {
+  const std::string msg = error_of(vit_yaml(), 4);
+  EXPECT_NE(msg.find("needs 8 ranks"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("world size is 4"), std::string::npos) << msg;
+}
+
+TEST(Plan, RejectsHeadsNotDivisibleByTp) {
+  EXPECT_MESSAGE(vit_yaml("n_heads: 1\nhidden_dim: 63\n"), "n_heads", "not divisible by tp = 2");
+}
+
+TEST(Plan, RejectsHiddenNotDivisibleByHeads) {
+  EXPECT_MESSAGE(vit_yaml("hidden_dim: 66\n"), "hidden_dim", "66", "n_heads = 4");
+}
+
+TEST(Plan, RejectsFewerLayersThanStages) {
+  EXPECT_MESSAGE(vit_yaml("depth: 1\n"), "depth", "1 layers cannot fill 2 pipeline stages");
+  EXPECT_MESSAGE(vit_yaml("depth: 3\nschedule: interleaved\nvirtual_stages: 2\n"), "depth", "4 pipeline stages");
+}
+
+TEST(Plan, RejectsTooFewMicrobatchesForInterleaved) {
+  EXPECT_MESSAGE("batch_size: 4\ngrad_acc_steps: 2\nmesh_dim: [1, 1, 4]\nschedule: interleaved\nvirtual_stages: 2\n",
+                 "grad_acc_steps", "fewer than the 4 pipeline stages");
+}
+
+TEST(Plan, RejectsUnknownScheduleStrategyModel) {
+  EXPECT_MESSAGE(vit_yaml("schedule: 2f2b\n"), "unknown schedule '2f2b'", "1f1b");
+  EXPECT_MESSAGE(vit_yaml("strategy_name: 4d\n"), "strategy_name", "unknown strategy '4d'");
+  EXPECT_MESSAGE(vit_yaml("model: resnet\n"), "model", "unknown model 'resnet'", "vit or gpt2");
+  EXPECT_MESSAGE(vit_yaml("mesh_name: ['dp', 'tp', 'ep']\n"), "mesh_name", "unknown axis 'ep'");
+}
+
+TEST(Plan, RejectsStrategyThatIgnoresAMeshAxis) {
+  EXPECT_MESSAGE(vit_yaml("strategy_name: dp_pp\n"), "strategy_name", "does not use the tp axis");
+}
+
+TEST(Plan, RejectsZeroNegativeAndHugeSizes) {
+  EXPECT_MESSAGE(vit_yaml("batch_size: 0\n"), "batch_size", "out of range");
+  EXPECT_MESSAGE(vit_yaml("learning_rate: -1\n"), "learning_rate", "out of range");
+  EXPECT_MESSAGE(vit_yaml("depth: 99999999999999999999999\n"), "depth", "out of range");
+  EXPECT_MESSAGE(vit_yaml("mesh_dim: [2, 0, 2]\n"), "mesh_dim", "whole numbers from 1");
+}
+
+TEST(Plan, RejectsWrongTypesNamingTheLine) {
+  // batch_size is on line 1 of the document.
+  EXPECT_MESSAGE("batch_size: lots\n", "test.yaml:1: batch_size", "expected a whole number", "\"lots\"");
+  EXPECT_MESSAGE(vit_yaml("mesh_dim: 8\n"), "mesh_dim", "expected a list");
+  EXPECT_MESSAGE("[1, 2]\n", "must be a mapping");
+  EXPECT_MESSAGE("batch_size: [\n", "YAML syntax error");
+  EXPECT_MESSAGE("{\"batch_size\": }", "JSON syntax error at byte");
+}
+
+TEST(Plan, RejectsBatchThatDoesNotSplitIntoMicrobatches) {
+  EXPECT_MESSAGE(vit_yaml("batch_size: 33\n"), "batch_size", "33 is not divisible by grad_acc_steps x dp = 2 x 2 = 4",
+                 "32 or 36");
+}
+
+TEST(Plan, UnknownKeyWarnsWithTheNearestKnownKey) {
+  LoadedPlan loaded = parse_plan_text(vit_yaml("learing_rate: 0.1\n"), "test.yaml");
+  ASSERT_EQ(loaded.warnings.size(), 1u);
+  EXPECT_NE(loaded.warnings[0].find("test.yaml:13: learing_rate"), std::string::npos) << loaded.warnings[0];
+  EXPECT_NE(loaded.warnings[0].find("did you mean 'learning_rate'"), std::string::npos) << loaded.warnings[0];
+}
+
+TEST(Plan, StrategyDefaultsToTheAxesTheMeshUses) {
+  EXPECT_EQ(parse_plan_text("batch_size: 8\nmesh_dim: [2, 1, 1]\n", "t").plan.strategy(), "dp");
+  EXPECT_EQ(parse_plan_text("batch_size: 8\nmesh_dim: [2, 2, 1]\n", "t").plan.strategy(), "dp_tp");
+  EXPECT_EQ(parse_plan_text("batch_size: 8\nmesh_dim: [1, 2, 2]\n", "t").plan.strategy(), "tp_pp");
+}

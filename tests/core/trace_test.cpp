@@ -1,0 +1,131 @@
+// core::Trace: lossless round trip, clear errors with positions, schedule traces.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/schedule_generators.h"
+#include "core/schedule_trace.h"
+#include "core/trace.h"
+
+using namespace quintnet::core;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return testing::TempDir() + "/" + name;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+Trace sample_trace() {
+  Trace t;
+  t.source = "exec";
+  t.plan = {{"batch_size", 32}, {"mesh_dim", {2, 1, 2}}};
+  t.platform = {{"host", "test"}};
+  t.summary = {{"step_time_us", 1234.5}};
+  t.ranks = {{0, 0, 0}, {1, 0, 0}, {0, 0, 1}, {1, 0, 1}};
+  t.events.push_back({"F0", "forward", 0, Lane::Compute, 0.125, 10.0 / 3.0, 1, 0, 0, 0, -1});
+  t.events.push_back({"SEND_ACT 0", "send", 0, Lane::P2P, 3.5, 0.0, 1, 0, 0, 4096, 2});
+  t.events.push_back({"RECV_ACT 0", "recv", 2, Lane::P2P, 1e-3, 3.75, 1, 0, 0, 4096, 0});
+  t.events.push_back({"allreduce bucket 0", "allreduce", 3, Lane::DpCollective, 1e9 + 0.1, 77.0, 2, -1, -1,
+                      25 << 20, -1});
+  t.flows.push_back({7, 0, Lane::P2P, 3.5, 2, Lane::P2P, 3.75});
+  return t;
+}
+
+std::string read_error(const std::string& text) {
+  const std::string path = temp_path("bad_trace.json");
+  write_file(path, text);
+  try {
+    read_trace(path);
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Trace, WriteThenReadIsLossless) {
+  const Trace t = sample_trace();
+  const std::string path = temp_path("roundtrip.json");
+  write_trace(t, path);
+  const Trace back = read_trace(path);
+  EXPECT_EQ(back.source, t.source);
+  EXPECT_EQ(back.plan, t.plan);
+  EXPECT_EQ(back.platform, t.platform);
+  EXPECT_EQ(back.summary, t.summary);
+  EXPECT_EQ(back.ranks, t.ranks);
+  EXPECT_EQ(back.events, t.events);  // doubles compared exactly
+  EXPECT_EQ(back.flows, t.flows);
+}
+
+TEST(Trace, FileIsAChromeTraceWithLaneNamesAndFlows) {
+  const nlohmann::json j = trace_to_json(sample_trace());
+  ASSERT_TRUE(j["traceEvents"].is_array());
+  int thread_names = 0, flows_s = 0, flows_f = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") ++thread_names;
+    if (e["ph"] == "s") ++flows_s;
+    if (e["ph"] == "f") {
+      ++flows_f;
+      EXPECT_EQ(e["bp"], "e");
+    }
+    if (e["ph"] == "X") {
+      for (const char* k : {"step", "mb", "chunk", "kind", "bytes", "peer", "dp", "tp", "pp"})
+        EXPECT_TRUE(e["args"].contains(k)) << k;
+    }
+  }
+  EXPECT_EQ(thread_names, 4 * kNumLanes);
+  EXPECT_EQ(flows_s, 1);
+  EXPECT_EQ(flows_f, 1);
+  EXPECT_EQ(j["otherData"]["source"], "exec");
+}
+
+TEST(Trace, MalformedFilesNameThePosition) {
+  std::string full = trace_to_json(sample_trace()).dump();
+  std::string msg = read_error(full.substr(0, full.size() / 2));
+  EXPECT_NE(msg.find("not valid JSON at byte"), std::string::npos) << msg;
+
+  msg = read_error(R"({"traceEvents": [{"ph": "X", "pid": 0, "tid": 0, "ts": 1, "dur": "long"}]})");
+  EXPECT_NE(msg.find("traceEvents[0].dur"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("\"long\""), std::string::npos) << msg;
+
+  msg = read_error(R"({"traceEvents": [{"ph": "X", "pid": 0, "tid": 9, "ts": 1, "dur": 1}]})");
+  EXPECT_NE(msg.find("traceEvents[0].tid"), std::string::npos) << msg;
+
+  msg = read_error(R"({"traceEvents": [{"ph": "X", "pid": 0, "tid": 0, "ts": 1e300, "dur": 1}]})");
+  EXPECT_NE(msg.find("traceEvents[0].ts"), std::string::npos) << msg;
+
+  msg = read_error(R"({"traceEvents": [{"ph": "s", "id": 3, "pid": 0, "tid": 1, "ts": 1}]})");
+  EXPECT_NE(msg.find("flow 3"), std::string::npos) << msg;
+
+  msg = read_error(R"({"events": []})");
+  EXPECT_NE(msg.find("traceEvents"), std::string::npos) << msg;
+
+  msg = read_error("");
+  EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << msg;
+
+  EXPECT_THROW(read_trace(temp_path("does_not_exist.json")), TraceError);
+}
+
+TEST(Trace, ScheduleTraceHasOneFlowPerMessageAndTheComputeOps) {
+  const Schedule s = make_1f1b(4, 8);
+  const OpCosts costs;
+  const ScheduleStats stats = simulate_schedule(s, costs);
+  const Trace t = schedule_to_trace(s, stats, costs);
+  int compute = 0, sends = 0;
+  for (const auto& e : t.events) {
+    if (e.kind == "forward" || e.kind == "backward") ++compute;
+    if (e.kind == "send") ++sends;
+  }
+  EXPECT_EQ(compute, 2 * 4 * 8);
+  EXPECT_EQ(sends, 2 * 3 * 8);  // activations and gradients over 3 stage boundaries
+  EXPECT_EQ(static_cast<int>(t.flows.size()), sends);
+  for (const auto& f : t.flows) EXPECT_GE(f.to_ts_us, f.from_ts_us);
+  EXPECT_NEAR(t.summary["bubble_fraction"].get<double>(), 3.0 / 11.0, 1e-12);
+}
