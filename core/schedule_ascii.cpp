@@ -47,10 +47,12 @@ std::string render_ascii_timeline(const Schedule& s, const ScheduleStats& stats,
 
   std::ostringstream out;
   const std::string label_pad(std::string("rank ").size() + digits(std::max(1, s.pp - 1)) + 1, ' ');
-  // Ruler: a tick every 10 time units.
+  // Ruler: a tick every 10 cells, labelled with the time there.
   out << label_pad << ' ';
   for (int c = 0; c < std::min(cells, max_cells); c += 10) {
-    std::string tick = "|" + std::to_string(c);
+    std::ostringstream t;
+    t << '|' << c * unit;
+    std::string tick = t.str();
     tick.resize(static_cast<size_t>(10 * width), ' ');
     out << tick;
   }
