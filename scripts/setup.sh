@@ -12,7 +12,7 @@ packages=(
   # tests and benchmarks
   libgtest-dev libbenchmark-dev
   # exec: LibTorch (CPU) + c10d; OpenBLAS so matmuls do not fall back to the reference BLAS
-  libtorch-dev libopenblas0-openmp
+  libtorch-dev libgloo-dev libopenblas0-openmp
   # sim
   libsimgrid-dev
   # visualizer

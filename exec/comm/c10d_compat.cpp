@@ -1,0 +1,50 @@
+#include "exec/comm/c10d_compat.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef QN_WITH_CUDA
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "core/error.h"
+
+namespace quintnet::exec {
+
+c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, int port, int rank, int world_size,
+                                               std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(port);
+  opts.isServer = rank == 0;
+  opts.numWorkers = static_cast<std::size_t>(world_size);
+  opts.waitWorkers = true;
+  opts.timeout = timeout;
+  return c10::make_intrusive<c10d::TCPStore>(host, opts);
+}
+
+c10::intrusive_ptr<c10d::Store> make_prefix_store(const std::string& prefix, c10::intrusive_ptr<c10d::Store> store) {
+  return c10::make_intrusive<c10d::PrefixStore>(prefix, std::move(store));
+}
+
+c10::intrusive_ptr<CommBackend> make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+                                          std::chrono::milliseconds timeout, const std::string& hostname) {
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  opts->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                           : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(std::move(store), rank, size, opts);
+}
+
+c10::intrusive_ptr<CommBackend> make_nccl(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+                                          std::chrono::milliseconds timeout) {
+#ifdef QN_WITH_CUDA
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(std::move(store), rank, size, opts);
+#else
+  (void)store, (void)rank, (void)size, (void)timeout;
+  throw core::UserError("device_type cuda: this build has no CUDA/NCCL support (configure with a CUDA LibTorch "
+                        "and NCCL, see experiments/gpu/check.sh), or set device_type: cpu");
+#endif
+}
+
+}  // namespace quintnet::exec

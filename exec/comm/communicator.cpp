@@ -1,0 +1,129 @@
+#include "exec/comm/communicator.h"
+
+#include <algorithm>
+
+namespace quintnet::exec {
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : "+") + n;
+  return out;
+}
+
+}  // namespace
+
+Communicator::Communicator(const RankEnv& env, const core::Mesh& mesh, const std::string& device_type,
+                           std::chrono::milliseconds timeout)
+    : env_(env), mesh_(mesh), device_type_(device_type), timeout_(timeout) {
+  mesh_.check_world_size(env.world_size);
+  try {
+    store_ = make_tcp_store(env.master_addr, env.master_port, env.rank, env.world_size, timeout);
+  } catch (const std::exception& e) {
+    throw CommError("rendezvous with " + env.master_addr + ":" + std::to_string(env.master_port) +
+                    " failed for rank " + std::to_string(env.rank) + " (are all " +
+                    std::to_string(env.world_size) + " ranks started?): " + e.what());
+  }
+  std::vector<int> all(env.world_size);
+  for (int r = 0; r < env.world_size; ++r) all[r] = r;
+  world_ = build_group("world", all);
+  for (const char* a : {"tp", "dp", "pp"}) axis(a);
+}
+
+Group Communicator::build_group(const std::string& name, const std::vector<int>& ranks) {
+  Group g;
+  g.name = name;
+  g.ranks = ranks;
+  g.rank = static_cast<int>(std::find(ranks.begin(), ranks.end(), env_.rank) - ranks.begin());
+  if (ranks.size() == 1) return g;
+  // The group's smallest rank names it: unique among the groups of one axis set.
+  const std::string prefix = "group/" + name + "/" + std::to_string(ranks.front());
+  auto store = make_prefix_store(prefix, store_);
+  try {
+    if (device_type_ == "cuda")
+      g.backend = make_nccl(store, g.rank, g.size(), timeout_);
+    else
+      g.backend = make_gloo(store, g.rank, g.size(), timeout_, env_.single_node() ? "127.0.0.1" : "");
+  } catch (const core::UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CommError("creating the " + name + " process group of ranks failed on rank " + std::to_string(env_.rank) +
+                    ": " + e.what());
+  }
+  return g;
+}
+
+Group& Communicator::axis(const std::string& name) { return axes({name}); }
+
+Group& Communicator::axes(const std::vector<std::string>& names) {
+  const std::string key = join(names);
+  auto it = groups_.find(key);
+  if (it != groups_.end()) return it->second;
+  std::vector<int> ranks = names.size() == 1 ? mesh_.group(env_.rank, names[0]) : mesh_.group(env_.rank, names);
+  return groups_.emplace(key, build_group(key, ranks)).first->second;
+}
+
+void Communicator::wait(c10d::Work& work, const std::string& what) {
+  try {
+    work.wait(timeout_);
+  } catch (const std::exception& e) {
+    throw CommError(what + " failed on rank " + std::to_string(env_.rank) + " (a peer died or timed out): " +
+                    e.what());
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> Communicator::all_reduce_sum_async(Group& g, torch::Tensor& t) {
+  if (!g.backend) return {};
+  std::vector<at::Tensor> ts{t};
+  try {
+    return g.backend->allreduce(ts);
+  } catch (const std::exception& e) {
+    throw CommError("all-reduce on the " + g.name + " group failed on rank " + std::to_string(env_.rank) + ": " +
+                    e.what());
+  }
+}
+
+void Communicator::all_reduce_sum(Group& g, torch::Tensor& t) {
+  auto work = all_reduce_sum_async(g, t);
+  if (work) wait(*work, "all-reduce on the " + g.name + " group");
+}
+
+void Communicator::broadcast(Group& g, torch::Tensor& t, int root_index) {
+  if (!g.backend) return;
+  std::vector<at::Tensor> ts{t};
+  c10d::BroadcastOptions opts;
+  opts.rootRank = root_index;
+  try {
+    auto work = g.backend->broadcast(ts, opts);
+    wait(*work, "broadcast on the " + g.name + " group");
+  } catch (const CommError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CommError("broadcast on the " + g.name + " group failed: " + std::string(e.what()));
+  }
+}
+
+torch::Tensor Communicator::all_gather(Group& g, const torch::Tensor& t, int64_t dim) {
+  if (!g.backend) return t;
+  std::vector<at::Tensor> input{t.contiguous()};
+  std::vector<std::vector<at::Tensor>> output(1);
+  for (int i = 0; i < g.size(); ++i) output[0].push_back(torch::empty_like(input[0]));
+  try {
+    auto work = g.backend->allgather(output, input);
+    wait(*work, "all-gather on the " + g.name + " group");
+  } catch (const CommError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CommError("all-gather on the " + g.name + " group failed: " + std::string(e.what()));
+  }
+  return torch::cat(output[0], dim);
+}
+
+void Communicator::barrier(Group& g) {
+  if (!g.backend) return;
+  // An all-reduce of one element: works the same on Gloo and NCCL.
+  auto t = torch::zeros({1}, device_type_ == "cuda" ? torch::kCUDA : torch::kCPU);
+  all_reduce_sum(g, t);
+}
+
+}  // namespace quintnet::exec

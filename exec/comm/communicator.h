@@ -1,0 +1,77 @@
+#pragma once
+// Communicator — the process groups of one rank, built from core::Mesh.
+//
+// One c10d group per mesh axis (tp, dp, pp) and per axis set asked for (e.g. {tp, pp}
+// for the gradient norm), each on its own prefix of one TCPStore.  Gloo has no
+// communicator split, so every member of a group constructs it and non-members skip
+// it.  A group of size 1 has no backend at all: its collectives are no-ops.
+// Every operation has the timeout given at construction: a dead or silent peer
+// becomes an exception (CommError), never a hang.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/mesh.h"
+#include "exec/comm/c10d_compat.h"
+#include "exec/launch/rank_env.h"
+
+namespace quintnet::exec {
+
+// A peer died, timed out or the network failed.  Not a user error: exit 1.
+class CommError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Group {
+  std::string name;          // "tp", "dp", "pp", "tp+pp", "world"
+  std::vector<int> ranks;    // global ranks, ordered by coordinate
+  int rank = 0;              // this process's index in `ranks`
+  c10::intrusive_ptr<CommBackend> backend;  // null when size() == 1
+
+  int size() const { return static_cast<int>(ranks.size()); }
+};
+
+class Communicator {
+ public:
+  // Rendezvous with every rank of `env` and build the groups of `mesh` (whose world
+  // size must equal env.world_size: check with Plan validation first).
+  Communicator(const RankEnv& env, const core::Mesh& mesh, const std::string& device_type,
+               std::chrono::milliseconds timeout);
+
+  const RankEnv& env() const { return env_; }
+  const core::Mesh& mesh() const { return mesh_; }
+  int rank() const { return env_.rank; }
+  int world_size() const { return env_.world_size; }
+
+  Group& world() { return world_; }
+  Group& axis(const std::string& name);                 // "tp", "dp" or "pp"
+  Group& axes(const std::vector<std::string>& names);  // e.g. {"tp", "pp"}
+
+  // Collectives; each waits and turns a c10d failure into CommError naming the group.
+  void all_reduce_sum(Group& g, torch::Tensor& t);
+  c10::intrusive_ptr<c10d::Work> all_reduce_sum_async(Group& g, torch::Tensor& t);  // null for size 1
+  void broadcast(Group& g, torch::Tensor& t, int root_index);
+  // Concatenates each member's `t` along `dim`, in group order.
+  torch::Tensor all_gather(Group& g, const torch::Tensor& t, int64_t dim);
+  void barrier(Group& g);
+  void wait(c10d::Work& work, const std::string& what);
+
+ private:
+  Group build_group(const std::string& name, const std::vector<int>& ranks);
+
+  RankEnv env_;
+  core::Mesh mesh_;
+  std::string device_type_;
+  std::chrono::milliseconds timeout_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  Group world_;
+  std::map<std::string, Group> groups_;
+};
+
+}  // namespace quintnet::exec

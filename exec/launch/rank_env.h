@@ -1,0 +1,25 @@
+#pragma once
+// Where this process sits in the job, read from the environment a launcher sets:
+// torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+// (quintnet launch sets the same), or SLURM's SLURM_PROCID, SLURM_NTASKS,
+// SLURM_LOCALID, SLURM_NTASKS_PER_NODE.  No variables at all means a single process.
+#include <string>
+
+namespace quintnet::exec {
+
+struct RankEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string source = "single process";  // "torchrun/quintnet launch", "SLURM"
+
+  bool single_node() const { return local_world_size == world_size; }
+};
+
+// Throws core::UserError for inconsistent or malformed values (RANK >= WORLD_SIZE, ...).
+RankEnv read_rank_env();
+
+}  // namespace quintnet::exec

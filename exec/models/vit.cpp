@@ -1,0 +1,122 @@
+#include "exec/models/vit.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace quintnet::exec {
+
+AttentionImpl::AttentionImpl(int64_t dim, int64_t heads, const TpContext& tp)
+    : local_heads_(heads / tp.size()), head_dim_(dim / heads) {
+  q_ = register_module("q", ColumnParallelLinear(dim, dim, tp));
+  k_ = register_module("k", ColumnParallelLinear(dim, dim, tp));
+  v_ = register_module("v", ColumnParallelLinear(dim, dim, tp));
+  out_ = register_module("out", RowParallelLinear(dim, dim, tp, /*input_is_parallel=*/true));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t b = x.size(0), t = x.size(1);
+  // [B, T, local_heads * head_dim] -> [B, local_heads, T, head_dim]
+  auto split = [&](const torch::Tensor& y) { return y.view({b, t, local_heads_, head_dim_}).transpose(1, 2); };
+  torch::Tensor q = split(q_(x)), k = split(k_(x)), v = split(v_(x));
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
+  torch::Tensor ctx = torch::matmul(torch::softmax(scores, -1), v);
+  return out_(ctx.transpose(1, 2).reshape({b, t, local_heads_ * head_dim_}));
+}
+
+MlpImpl::MlpImpl(int64_t dim, int64_t hidden, const TpContext& tp) {
+  fc1_ = register_module("fc1", ColumnParallelLinear(dim, hidden, tp));
+  fc2_ = register_module("fc2", RowParallelLinear(hidden, dim, tp, /*input_is_parallel=*/true));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) { return fc2_(torch::gelu(fc1_(x))); }
+
+BlockImpl::BlockImpl(int64_t dim, int64_t heads, int64_t mlp_hidden, const TpContext& tp) {
+  ln1_ = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
+  attn_ = register_module("attn", Attention(dim, heads, tp));
+  ln2_ = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
+  mlp_ = register_module("mlp", Mlp(dim, mlp_hidden, tp));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
+  torch::Tensor h = x + attn_(ln1_(x));
+  return h + mlp_(ln2_(h));
+}
+
+ViTImpl::ViTImpl(const core::ModelConfig& config, const TpContext& tp, StageRange range)
+    : config_(config), range_(range) {
+  if (range_.end_block < 0) range_.end_block = config.depth;
+  const int64_t d = config.hidden_dim, p = config.patch_size;
+  const int64_t patches = (config.img_size / p) * (config.img_size / p);
+  if (range_.has_embedding()) {
+    patch_proj_ = register_module("patch_proj", torch::nn::Linear(config.in_channels * p * p, d));
+    cls_token_ = register_parameter("cls_token", torch::randn({1, 1, d}) * 0.02);
+    pos_embed_ = register_parameter("pos_embed", torch::randn({1, patches + 1, d}) * 0.02);
+  }
+  for (int i = range_.first_block; i < range_.end_block; ++i)
+    blocks_.push_back(register_module("block" + std::to_string(i), Block(d, config.n_heads, 4 * d, tp)));
+  if (has_head()) {
+    ln_f_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+    head_ = register_module("head", torch::nn::Linear(d, config.num_classes));
+  }
+}
+
+torch::Tensor ViTImpl::forward(const torch::Tensor& input) {
+  torch::Tensor x = input;
+  if (range_.has_embedding()) {
+    // [B, C, H, W] -> non-overlapping p×p patches [B, N, C·p·p] (a stride-p convolution).
+    const int64_t b = x.size(0), c = x.size(1), p = config_.patch_size, g = config_.img_size / p;
+    x = x.reshape({b, c, g, p, g, p}).permute({0, 2, 4, 1, 3, 5}).reshape({b, g * g, c * p * p});
+    x = patch_proj_(x);
+    x = torch::cat({cls_token_.expand({b, 1, x.size(2)}), x}, 1) + pos_embed_;
+  }
+  for (auto& block : blocks_) x = block(x);
+  if (has_head()) x = head_(ln_f_(x.select(1, 0)));
+  return x;
+}
+
+std::map<std::string, int> tp_shard_dims(torch::nn::Module& model) {
+  std::map<std::string, int> dims;
+  for (const auto& item : model.named_modules()) {
+    const std::string prefix = item.key().empty() ? "" : item.key() + ".";
+    if (dynamic_cast<ColumnParallelLinearImpl*>(item.value().get())) {
+      dims[prefix + "weight"] = 0;
+      dims[prefix + "bias"] = 0;
+    } else if (dynamic_cast<RowParallelLinearImpl*>(item.value().get())) {
+      dims[prefix + "weight"] = 1;
+    }
+  }
+  return dims;
+}
+
+void load_serial_state(torch::nn::Module& model, const SerialState& state, const TpContext& tp) {
+  const auto dims = tp_shard_dims(model);
+  torch::NoGradGuard no_grad;
+  for (auto& item : model.named_parameters()) {
+    auto it = state.find(item.key());
+    if (it == state.end()) throw core::UserError("weights: tensor '" + item.key() + "' is missing");
+    torch::Tensor full = it->second;
+    auto d = dims.find(item.key());
+    if (d != dims.end()) full = full.chunk(tp.size(), d->second)[tp.rank()];
+    if (full.sizes() != item.value().sizes())
+      throw core::UserError("weights: tensor '" + item.key() + "' has shape " + c10::str(it->second.sizes()) +
+                            ", which does not fit this model (shard " + c10::str(item.value().sizes()) + " at tp " +
+                            std::to_string(tp.size()) + ")");
+    item.value().copy_(full);
+  }
+}
+
+SerialState gather_serial_state(torch::nn::Module& model, const TpContext& tp) {
+  const auto dims = tp_shard_dims(model);
+  SerialState out;
+  torch::NoGradGuard no_grad;
+  for (const auto& item : model.named_parameters()) {
+    auto d = dims.find(item.key());
+    out[item.key()] = d == dims.end() || tp.size() == 1
+                          ? item.value().detach().clone()
+                          : tp.comm->all_gather(*tp.group, item.value().detach(), d->second);
+  }
+  return out;
+}
+
+}  // namespace quintnet::exec

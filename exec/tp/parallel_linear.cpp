@@ -1,0 +1,65 @@
+#include "exec/tp/parallel_linear.h"
+
+#include <cmath>
+
+namespace quintnet::exec {
+namespace {
+
+int64_t shard(int64_t n, const TpContext& tp, const char* what) {
+  TORCH_CHECK(n % tp.size() == 0, what, " ", n, " is not divisible by tp ", tp.size());
+  return n / tp.size();
+}
+
+// The serial layer's initialisation (PyTorch's nn.Linear: U(-1/sqrt(in), 1/sqrt(in)));
+// parallel layers are normally loaded from a serial model, see models/.
+void init_like_linear(torch::Tensor& w, torch::Tensor& b, int64_t in_features) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  torch::NoGradGuard no_grad;
+  w.uniform_(-bound, bound);
+  b.uniform_(-bound, bound);
+}
+
+}  // namespace
+
+ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp,
+                                                   bool gather_output)
+    : tp_(tp), gather_output_(gather_output) {
+  const int64_t local_out = shard(out_features, tp, "ColumnParallelLinear: out_features");
+  weight = register_parameter("weight", torch::empty({local_out, in_features}));
+  bias = register_parameter("bias", torch::empty({local_out}));
+  init_like_linear(weight, bias, in_features);
+}
+
+torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
+  torch::Tensor y = torch::nn::functional::linear(copy_to_tp(x, tp_), weight, bias);
+  return gather_output_ ? gather_from_tp(y, tp_) : y;
+}
+
+void ColumnParallelLinearImpl::load_full(const torch::Tensor& w, const torch::Tensor& b) {
+  torch::NoGradGuard no_grad;
+  weight.copy_(w.chunk(tp_.size(), 0)[tp_.rank()]);
+  bias.copy_(b.chunk(tp_.size(), 0)[tp_.rank()]);
+}
+
+RowParallelLinearImpl::RowParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp,
+                                             bool input_is_parallel)
+    : tp_(tp), input_is_parallel_(input_is_parallel) {
+  const int64_t local_in = shard(in_features, tp, "RowParallelLinear: in_features");
+  weight = register_parameter("weight", torch::empty({out_features, local_in}));
+  bias = register_parameter("bias", torch::empty({out_features}));
+  init_like_linear(weight, bias, in_features);
+}
+
+torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
+  torch::Tensor local = input_is_parallel_ ? x : scatter_to_tp(x, tp_);
+  torch::Tensor partial = torch::matmul(local, weight.t());
+  return reduce_from_tp(partial, tp_) + bias;
+}
+
+void RowParallelLinearImpl::load_full(const torch::Tensor& w, const torch::Tensor& b) {
+  torch::NoGradGuard no_grad;
+  weight.copy_(w.chunk(tp_.size(), 1)[tp_.rank()]);
+  bias.copy_(b);
+}
+
+}  // namespace quintnet::exec

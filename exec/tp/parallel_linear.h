@@ -1,0 +1,55 @@
+#pragma once
+// ColumnParallelLinear and RowParallelLinear (Megatron-LM's contracts).
+//
+// ColumnParallelLinear: Y = X Aᵀ + b with A split by rows (output features) across
+// tp ranks: rank r holds out/tp output features.  Input: the full X (copy_to_tp).
+// Output: this rank's slice of Y, or the whole Y with gather_output.
+//
+// RowParallelLinear: A split by columns (input features).  Input: this rank's slice
+// of X (input_is_parallel) or the full X (then scattered).  Output: the full Y, the
+// partial products all-reduced (reduce_from_tp), the bias added once after.
+//
+// Both can load their shard from the serial layer's full weight (load_full) and give
+// the full weight back (full_weight), which is how one serial checkpoint loads into
+// any tp degree.
+#include <torch/torch.h>
+
+#include "exec/tp/tp_ops.h"
+
+namespace quintnet::exec {
+
+class ColumnParallelLinearImpl : public torch::nn::Module {
+ public:
+  ColumnParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp, bool gather_output = false);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  // Slices rows [r·out/tp, (r+1)·out/tp) of the serial weight [out, in] and bias [out].
+  void load_full(const torch::Tensor& weight, const torch::Tensor& bias);
+  static constexpr int kWeightShardDim = 0;  // weight and bias are split along dim 0
+
+  torch::Tensor weight, bias;
+
+ private:
+  const TpContext& tp_;
+  bool gather_output_;
+};
+TORCH_MODULE(ColumnParallelLinear);
+
+class RowParallelLinearImpl : public torch::nn::Module {
+ public:
+  RowParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp, bool input_is_parallel = true);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  // Slices columns [r·in/tp, (r+1)·in/tp) of the serial weight [out, in]; bias whole.
+  void load_full(const torch::Tensor& weight, const torch::Tensor& bias);
+  static constexpr int kWeightShardDim = 1;  // weight split along dim 1; bias replicated
+
+  torch::Tensor weight, bias;
+
+ private:
+  const TpContext& tp_;
+  bool input_is_parallel_;
+};
+TORCH_MODULE(RowParallelLinear);
+
+}  // namespace quintnet::exec

@@ -1,0 +1,32 @@
+#pragma once
+// The four autograd functions tensor parallelism is made of (Megatron-LM's names):
+//
+//   copy_to_tp      forward: identity          backward: all-reduce (sum)
+//   reduce_from_tp  forward: all-reduce (sum)  backward: identity
+//   gather_from_tp  forward: all-gather (last dim)  backward: take own slice
+//   scatter_to_tp   forward: take own slice (last dim)  backward: all-gather
+//
+// A column-parallel layer starts with copy_to_tp (each rank needs the whole input;
+// the gradients of the input are partial sums); a row-parallel layer ends with
+// reduce_from_tp (each rank holds a partial sum of the output).
+#include <torch/torch.h>
+
+#include "exec/comm/communicator.h"
+
+namespace quintnet::exec {
+
+// The tensor-parallel group a layer works in; size 1 makes every op an identity.
+struct TpContext {
+  Communicator* comm = nullptr;
+  Group* group = nullptr;
+
+  int size() const { return group ? group->size() : 1; }
+  int rank() const { return group ? group->rank : 0; }
+};
+
+torch::Tensor copy_to_tp(const torch::Tensor& x, const TpContext& tp);
+torch::Tensor reduce_from_tp(const torch::Tensor& x, const TpContext& tp);
+torch::Tensor gather_from_tp(const torch::Tensor& x, const TpContext& tp);
+torch::Tensor scatter_to_tp(const torch::Tensor& x, const TpContext& tp);
+
+}  // namespace quintnet::exec

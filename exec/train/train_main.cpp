@@ -1,0 +1,76 @@
+// quintnet-train: train the plan's model on its mesh.  Run one process per rank:
+//   quintnet launch --nproc 4 -- quintnet-train --config plan.yaml
+// or under torchrun --no-python, or SLURM srun (see docs/EXECUTOR.md).
+#include <torch/torch.h>
+
+#include <iostream>
+#include <thread>
+
+#include "core/cli/args.h"
+#include "core/cli/main_guard.h"
+#include "core/plan.h"
+#include "exec/comm/communicator.h"
+#include "exec/launch/rank_env.h"
+#include "exec/train/trainer.h"
+
+namespace {
+
+using namespace quintnet;
+using core::cli::Args;
+using core::cli::OptionSpec;
+using core::cli::UsageError;
+
+const std::vector<OptionSpec> kOptions = {
+    {"config", "FILE", "the plan (YAML or JSON; the original QuintNet keys load unchanged)"},
+    {"max-steps", "N", "stop after N optimizer steps (default: the plan's num_epochs)"},
+    {"epochs", "N", "override num_epochs"},
+    {"metrics", "FILE", "write one JSON line per optimizer step (step, loss, lr, samples_per_s)"},
+    {"save-params", "FILE", "write the final parameters in serial layout (torch pickle)"},
+    {"no-eval", "", "skip the evaluation at the end of each epoch"},
+    {"quiet", "", "no progress line"},
+    {"threads", "N", "intra-op threads per rank [cores / local ranks]"},
+    {"timeout", "SECONDS", "communication timeout: a dead or silent peer ends the run [60]"},
+};
+
+int train(int argc, char** argv) {
+  Args args("quintnet train", kOptions, argc, argv);
+  if (args.help_requested()) {
+    std::cout << args.usage("--config FILE [--max-steps N] [--metrics FILE] ...")
+              << "\nRun one process per rank (quintnet launch --nproc N -- quintnet-train ...).\n";
+    return 0;
+  }
+  const auto config = args.value("config");
+  if (!config) throw UsageError("--config FILE is required (e.g. experiments/configs/vit_dp_tp.yaml)");
+  const exec::RankEnv env = exec::read_rank_env();
+  core::LoadedPlan loaded = core::load_plan(*config, env.world_size);
+  if (env.rank == 0)
+    for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << '\n';
+  core::Plan& plan = loaded.plan;
+  if (args.value("epochs")) plan.num_epochs = args.get_int("epochs", 1, 1, 1 << 20);
+
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(args.get_int("threads", std::max(1, cores / env.local_world_size), 1, 1024));
+
+  exec::TrainOptions options;
+  options.max_steps = args.get_int("max-steps", 0, 0, 1 << 30);
+  options.metrics_path = args.get("metrics", "");
+  options.save_params_path = args.get("save-params", "");
+  options.evaluate = !args.flag("no-eval");
+  options.progress = !args.flag("quiet");
+
+  const auto timeout = std::chrono::seconds(args.get_int("timeout", 60, 1, 86400));
+  try {
+    exec::Communicator comm(env, plan.mesh(), plan.device_type, timeout);
+    exec::Trainer(plan, comm, options).run();
+  } catch (const exec::CommError& e) {
+    std::cerr << "quintnet train: rank " << env.rank << ": communication failed: " << e.what() << std::endl;
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return quintnet::core::cli::guarded_main("quintnet train", [&] { return train(argc, argv); });
+}

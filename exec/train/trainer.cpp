@@ -1,0 +1,216 @@
+#include "exec/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "core/error.h"
+#include "exec/data/batch_sampler.h"
+#include "exec/data/image_batches.h"
+#include "exec/train/lr_schedule.h"
+#include "exec/train/progress.h"
+
+namespace quintnet::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+ImageDataset truncated(ImageDataset d, std::int64_t max_samples) {
+  if (max_samples > 0 && max_samples < d.count) {
+    d.count = max_samples;
+    d.pixels.resize(static_cast<size_t>(max_samples) * d.rows * d.cols);
+    d.labels.resize(static_cast<size_t>(max_samples));
+  }
+  return d;
+}
+
+}  // namespace
+
+Trainer::Trainer(const core::Plan& plan, Communicator& comm, TrainOptions options)
+    : plan_(plan), comm_(comm), options_(std::move(options)), is_logger_(comm.rank() == 0) {}
+
+double Trainer::clip_gradients(ParallelModel& pm) {
+  // ‖g‖² = Σ over tp-sharded parameters (summed over the tp group) + Σ over the
+  // replicated ones (identical on every tp rank, counted once).
+  const auto sharded = tp_shard_dims(*pm.model);
+  torch::Tensor sharded_sq = torch::zeros({1}, torch::kFloat64), replicated_sq = torch::zeros({1}, torch::kFloat64);
+  for (const auto& p : pm.model->named_parameters()) {
+    if (!p.value().grad().defined()) continue;
+    torch::Tensor sq = p.value().grad().to(torch::kFloat64).pow(2).sum().reshape({1});
+    (sharded.count(p.key()) ? sharded_sq : replicated_sq) += sq;
+  }
+  comm_.all_reduce_sum(comm_.axis("tp"), sharded_sq);
+  const double norm = std::sqrt((sharded_sq + replicated_sq).item<double>());
+  if (plan_.max_grad_norm > 0 && norm > plan_.max_grad_norm) {
+    const double scale = plan_.max_grad_norm / (norm + 1e-6);
+    torch::NoGradGuard no_grad;
+    for (auto& p : pm.model->parameters())
+      if (p.grad().defined()) p.mutable_grad().mul_(scale);
+  }
+  return norm;
+}
+
+Trainer::Evaluation Trainer::evaluate(ParallelModel& pm, const ImageDataset& val, const Normalisation& norm) {
+  torch::NoGradGuard no_grad;
+  pm.model->eval();
+  Group& dp = comm_.axis("dp");
+  // Contiguous shards of the validation set per dp rank; tp ranks compute the same.
+  const std::int64_t per_rank = (val.count + dp.size() - 1) / dp.size();
+  const std::int64_t begin = std::min(val.count, dp.rank * per_rank), end = std::min(val.count, begin + per_rank);
+  torch::Tensor totals = torch::zeros({3}, torch::kFloat64);  // loss sum, correct, count
+  for (std::int64_t start = begin; start < end; start += 500) {
+    std::vector<int64_t> idx;
+    for (std::int64_t i = start; i < std::min(end, start + 500); ++i) idx.push_back(i);
+    auto [images, labels] = make_batch(val, idx, norm);
+    torch::Tensor logits = pm.model->forward(images);
+    totals[0] += torch::nn::functional::cross_entropy(
+                     logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                     .item<double>();
+    totals[1] += logits.argmax(1).eq(labels).sum().item<double>();
+    totals[2] += static_cast<double>(idx.size());
+  }
+  comm_.all_reduce_sum(dp, totals);
+  pm.model->train();
+  return {totals[0].item<double>() / totals[2].item<double>(), totals[1].item<double>() / totals[2].item<double>()};
+}
+
+TrainResult Trainer::run() {
+  const auto t0 = Clock::now();
+  const core::Plan& p = plan_;
+  ImageDataset train = truncated(load_idx_dataset(p.dataset_path, "train"), p.max_samples);
+  ImageDataset val = truncated(load_idx_dataset(p.dataset_path, "t10k"), p.max_val_samples);
+  if (train.rows != p.model.img_size || train.cols != p.model.img_size)
+    throw core::UserError("img_size: " + std::to_string(p.model.img_size) + " but the images in " + p.dataset_path +
+                          " are " + std::to_string(train.rows) + "x" + std::to_string(train.cols) +
+                          "; set img_size: " + std::to_string(train.rows));
+  if (train.num_classes > p.model.num_classes)
+    throw core::UserError("num_classes: " + std::to_string(p.model.num_classes) + " but the labels go up to " +
+                          std::to_string(train.num_classes - 1));
+  const Normalisation norm = pixel_statistics(train);
+
+  // The same serial initial weights on every layout: seed, build serial, then shard.
+  torch::manual_seed(p.seed);
+  core::ModelConfig model_config = p.model;
+  ViT serial(model_config, TpContext{});
+  auto pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
+  serial = nullptr;
+
+  torch::optim::AdamW optimizer(pm->model->parameters(),
+                                torch::optim::AdamWOptions(p.learning_rate).weight_decay(p.weight_decay));
+  Group& dp = comm_.axis("dp");
+  const int m = p.microbatches();
+  BatchSampler sampler(train.count, p.batch_size, p.seed);
+  const long per_epoch = sampler.batches_per_epoch();
+  if (per_epoch == 0)
+    throw core::UserError("batch_size: " + std::to_string(p.batch_size) + " is larger than the " +
+                          std::to_string(train.count) + " training samples");
+  const long total_steps = options_.max_steps > 0 ? options_.max_steps : per_epoch * p.num_epochs;
+  const int epochs = static_cast<int>((total_steps + per_epoch - 1) / per_epoch);
+
+  std::ofstream metrics;
+  if (is_logger_ && !options_.metrics_path.empty()) {
+    metrics.open(options_.metrics_path, std::ios::trunc);
+    if (!metrics) throw core::UserError("--metrics: cannot write " + options_.metrics_path);
+  }
+  if (is_logger_)
+    std::printf("training %s on %s: %ld samples, %ld steps/epoch, global batch %d = micro %d x %d microbatches x dp %d\n",
+                p.model.kind.c_str(), p.mesh().shape_string().c_str(), static_cast<long>(train.count), per_epoch,
+                p.batch_size, p.micro_batch_size(), m, p.dp());
+  if (is_logger_ && options_.evaluate)
+    std::printf("\n| Epoch | Train Loss | Train Acc | Val Loss | Val Acc |\n|-------|------------|-----------|----------|---------|\n");
+  std::fflush(stdout);
+
+  TrainResult result;
+  double best_val = 1e300;
+  int epochs_without_improvement = 0;
+  long step = 0;
+  double samples_done = 0;
+  const auto train_start = Clock::now();
+  for (int epoch = 0; epoch < epochs && step < total_steps; ++epoch) {
+    Progress progress("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
+                      std::min(per_epoch, total_steps - step), is_logger_ && options_.progress);
+    torch::Tensor epoch_stats = torch::zeros({3}, torch::kFloat64);  // loss sum, correct, samples (local)
+    for (long k = 0; k < per_epoch && step < total_steps; ++k, ++step) {
+      const double lr = learning_rate_at(step, total_steps, p.warmup_steps, p.learning_rate);
+      for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+      optimizer.zero_grad();
+      torch::Tensor step_loss = torch::zeros({1}, torch::kFloat64);
+      for (int j = 0; j < m; ++j) {
+        auto [images, labels] = make_batch(train, sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), norm);
+        torch::Tensor logits = pm->model->forward(images);
+        torch::Tensor loss = torch::nn::functional::cross_entropy(logits, labels);
+        if (pm->dp) pm->dp->sync_next_backward(j == m - 1);
+        (loss / m).backward();
+        step_loss += loss.detach().to(torch::kFloat64) / m;
+        epoch_stats[0] += loss.item<double>() * labels.size(0);
+        epoch_stats[1] += logits.argmax(1).eq(labels).sum().item<double>();
+        epoch_stats[2] += static_cast<double>(labels.size(0));
+      }
+      if (pm->dp) pm->dp->finish();
+      const double grad_norm = clip_gradients(*pm);
+      optimizer.step();
+
+      // The loss of the global batch: the mean over dp replicas.
+      comm_.all_reduce_sum(dp, step_loss);
+      const double global_loss = step_loss.item<double>() / dp.size();
+      samples_done += p.batch_size;
+      const double rate = samples_done / std::max(1e-9, seconds_since(train_start));
+      result.final_train_loss = global_loss;
+      if (metrics.is_open()) {
+        char line[256];
+        std::snprintf(line, sizeof(line),
+                      "{\"step\": %ld, \"epoch\": %d, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
+                      "\"samples_per_s\": %.6g}\n",
+                      step + 1, epoch + 1, global_loss, lr, grad_norm, rate);
+        metrics << line << std::flush;
+      }
+      char note[64];
+      std::snprintf(note, sizeof(note), "loss %.4f", global_loss);
+      progress.update(k + 1, static_cast<long>((k + 1) * p.batch_size), note);
+    }
+    comm_.all_reduce_sum(dp, epoch_stats);
+    const double train_loss = epoch_stats[0].item<double>() / epoch_stats[2].item<double>();
+    const double train_acc = epoch_stats[1].item<double>() / epoch_stats[2].item<double>();
+    if (options_.evaluate) {
+      const Evaluation ev = evaluate(*pm, val, norm);
+      result.final_val_loss = ev.loss;
+      result.final_val_accuracy = ev.accuracy;
+      if (is_logger_) {
+        std::printf("| %5d | %10.4f | %8.2f%% | %8.4f | %6.2f%% |\n", epoch + 1, train_loss, 100 * train_acc, ev.loss,
+                    100 * ev.accuracy);
+        std::fflush(stdout);
+      }
+      if (ev.loss < best_val - 1e-6) {
+        best_val = ev.loss;
+        epochs_without_improvement = 0;
+      } else if (p.patience > 0 && ++epochs_without_improvement >= p.patience) {
+        if (is_logger_) std::printf("early stopping: no validation improvement for %d epochs\n", p.patience);
+        break;
+      }
+    }
+  }
+  result.steps = step;
+  result.wall_s = seconds_since(t0);
+  result.samples_per_s = samples_done / std::max(1e-9, seconds_since(train_start));
+
+  if (!options_.save_params_path.empty()) {
+    SerialState state = gather_serial_state(*pm->model, *pm->tp);
+    if (comm_.mesh().coord(comm_.rank(), "dp") == 0 && comm_.mesh().coord(comm_.rank(), "tp") == 0) {
+      c10::Dict<std::string, torch::Tensor> dict;
+      for (auto& [name, t] : state) dict.insert(name, t);
+      const std::vector<char> bytes = torch::pickle_save(dict);
+      std::ofstream out(options_.save_params_path, std::ios::binary | std::ios::trunc);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (!out) throw core::UserError("--save-params: cannot write " + options_.save_params_path);
+    }
+  }
+  if (is_logger_)
+    std::printf("done: %ld steps in %.1f s, %.1f samples/s, final train loss %.4f\n", result.steps, result.wall_s,
+                result.samples_per_s, result.final_train_loss);
+  return result;
+}
+
+}  // namespace quintnet::exec

@@ -1,0 +1,51 @@
+#pragma once
+// Trainer — the training loop of one rank: microbatches with gradient accumulation,
+// data-parallel gradient averaging, global-norm clipping over sharded parameters,
+// AdamW with warm-up + cosine learning rate, evaluation each epoch, early stopping,
+// the original QuintNet's per-epoch table, a progress line, JSONL metrics.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/plan.h"
+#include "exec/comm/communicator.h"
+#include "exec/data/image_batches.h"
+#include "exec/train/strategy.h"
+
+namespace quintnet::exec {
+
+struct TrainOptions {
+  long max_steps = 0;           // 0 = the plan's epochs
+  std::string metrics_path;     // JSONL, one object per optimizer step (rank 0 writes)
+  std::string save_params_path;  // the final serial parameters (torch pickle), for checks
+  bool evaluate = true;
+  bool progress = true;
+};
+
+struct TrainResult {
+  long steps = 0;
+  double final_train_loss = 0.0;
+  std::optional<double> final_val_loss, final_val_accuracy;
+  double samples_per_s = 0.0;
+  double wall_s = 0.0;
+};
+
+class Trainer {
+ public:
+  Trainer(const core::Plan& plan, Communicator& comm, TrainOptions options);
+  TrainResult run();
+
+ private:
+  struct Evaluation {
+    double loss, accuracy;
+  };
+  Evaluation evaluate(ParallelModel& pm, const ImageDataset& val, const Normalisation& norm);
+  double clip_gradients(ParallelModel& pm);
+
+  const core::Plan& plan_;
+  Communicator& comm_;
+  TrainOptions options_;
+  bool is_logger_;  // global rank 0 prints and writes
+};
+
+}  // namespace quintnet::exec
