@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config git clang-format
+  build-essential cmake ninja-build ccache pkg-config git clang-format procps
   # core
   nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
   # tests and benchmarks

@@ -31,7 +31,18 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features, int64_t 
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
-  torch::Tensor y = torch::nn::functional::linear(copy_to_tp(x, tp_), weight, bias);
+  const torch::Tensor input = copy_to_tp(x, tp_);
+  const int64_t out = weight.size(0);
+  torch::Tensor y;
+  if (out % kOutputBlock != 0 || out == kOutputBlock) {
+    y = torch::nn::functional::linear(input, weight, bias);
+  } else {
+    std::vector<torch::Tensor> blocks;
+    for (int64_t start = 0; start < out; start += kOutputBlock)
+      blocks.push_back(torch::nn::functional::linear(input, weight.narrow(0, start, kOutputBlock),
+                                                     bias.narrow(0, start, kOutputBlock)));
+    y = torch::cat(blocks, -1);
+  }
   return gather_output_ ? gather_from_tp(y, tp_) : y;
 }
 

@@ -9,6 +9,13 @@
 // of X (input_is_parallel) or the full X (then scattered).  Output: the full Y, the
 // partial products all-reduced (reduce_from_tp), the bias added once after.
 //
+// TP-invariant output: a BLAS multiplies an [M, N] block differently for different N
+// (kernel choice, blocking), so a shard's columns would differ in the last bit from
+// the same columns of the serial layer.  ColumnParallelLinear therefore computes its
+// output features in fixed blocks of kOutputBlock (when the shard divides into them):
+// the serial layer and every tp degree run the very same GEMMs on the same data, and
+// a shard equals the serial slice bitwise.
+//
 // Both can load their shard from the serial layer's full weight (load_full) and give
 // the full weight back (full_weight), which is how one serial checkpoint loads into
 // any tp degree.
@@ -26,11 +33,12 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
   // Slices rows [r·out/tp, (r+1)·out/tp) of the serial weight [out, in] and bias [out].
   void load_full(const torch::Tensor& weight, const torch::Tensor& bias);
   static constexpr int kWeightShardDim = 0;  // weight and bias are split along dim 0
+  static constexpr int64_t kOutputBlock = 32;  // output features per GEMM (see above)
 
   torch::Tensor weight, bias;
 
  private:
-  const TpContext& tp_;
+  TpContext tp_;  // a copy: two pointers to the communicator and group, which outlive the layer
   bool gather_output_;
 };
 TORCH_MODULE(ColumnParallelLinear);
@@ -47,7 +55,7 @@ class RowParallelLinearImpl : public torch::nn::Module {
   torch::Tensor weight, bias;
 
  private:
-  const TpContext& tp_;
+  TpContext tp_;  // a copy: two pointers to the communicator and group, which outlive the layer
   bool input_is_parallel_;
 };
 TORCH_MODULE(RowParallelLinear);

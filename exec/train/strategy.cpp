@@ -16,12 +16,11 @@ class MeshStrategy : public Strategy {
 
   std::unique_ptr<ParallelModel> apply(ViT serial) override {
     auto pm = std::make_unique<ParallelModel>();
-    pm->tp = std::make_unique<TpContext>();
-    if (use_tp_) *pm->tp = TpContext{&comm_, &comm_.axis("tp")};
-    pm->model = ViT(serial->config(), *pm->tp);
+    if (use_tp_) pm->tp = TpContext{&comm_, &comm_.axis("tp")};
+    pm->model = ViT(serial->config(), pm->tp);
     SerialState state;
     for (const auto& p : serial->named_parameters()) state[p.key()] = p.value().detach();
-    load_serial_state(*pm->model, state, *pm->tp);
+    load_serial_state(*pm->model, state, pm->tp);
 
     if (use_dp_) {
       Group& dp = comm_.axis("dp");

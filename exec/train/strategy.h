@@ -20,7 +20,7 @@
 namespace quintnet::exec {
 
 struct ParallelModel {
-  std::unique_ptr<TpContext> tp;  // owned here: the layers keep a reference to it
+  TpContext tp;
   ViT model{nullptr};
   std::unique_ptr<GradBuckets> dp;  // gradient averaging over the dp group
 };

@@ -197,7 +197,7 @@ TrainResult Trainer::run() {
   result.samples_per_s = samples_done / std::max(1e-9, seconds_since(train_start));
 
   if (!options_.save_params_path.empty()) {
-    SerialState state = gather_serial_state(*pm->model, *pm->tp);
+    SerialState state = gather_serial_state(*pm->model, pm->tp);
     if (comm_.mesh().coord(comm_.rank(), "dp") == 0 && comm_.mesh().coord(comm_.rank(), "tp") == 0) {
       c10::Dict<std::string, torch::Tensor> dict;
       for (auto& [name, t] : state) dict.insert(name, t);

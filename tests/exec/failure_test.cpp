@@ -1,0 +1,76 @@
+// Bad input and failing ranks: one clear message, a non-zero exit, nothing left running.
+#include <gtest/gtest.h>
+
+#include "exec_test_util.h"
+
+using quintnet::testing_util::bin;
+using quintnet::testing_util::run_command;
+using quintnet::testing_util::write_file;
+
+namespace {
+
+std::string plan(const std::string& extra) {
+  return "batch_size: 32\ngrad_acc_steps: 2\ndepth: 2\nhidden_dim: 32\nn_heads: 2\n" + extra;
+}
+
+}  // namespace
+
+TEST(Failures, WorldSizeDifferentFromTheMeshExits2OnEveryRank) {
+  const std::string config = write_file("mesh4.yaml", plan("mesh_dim: [2, 2, 1]\n"));
+  auto r = run_command(bin("quintnet-launch") + " --nproc 2 -- " + bin("quintnet-train") + " --config " + config);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_LT(r.seconds, 30);
+  for (const char* rank : {"[rank 0]", "[rank 1]"}) {
+    const auto at = r.err.find(std::string(rank) + " quintnet train: error:");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("needs 4 ranks but the world size is 2", at), std::string::npos) << r.err;
+  }
+}
+
+TEST(Failures, MissingDatasetNamesThePathAndHowToGetIt) {
+  const std::string config = write_file("nodata.yaml", plan("dataset_path: /nonexistent/mnist\n"));
+  auto r = run_command(bin("quintnet-train") + " --config " + config);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("/nonexistent/mnist"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("scripts/setup.sh"), std::string::npos) << r.err;
+}
+
+TEST(Failures, PipelineStrategyIsRefusedClearly) {
+  const std::string config = write_file("pp2.yaml", plan("mesh_dim: [1, 1, 2]\n"));
+  auto r = run_command(bin("quintnet-launch") + " --nproc 2 -- " + bin("quintnet-train") + " --config " + config);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("pipeline"), std::string::npos) << r.err;
+}
+
+TEST(Failures, KilledRankStopsTheJobWithinAMinuteNamingIt) {
+  const std::string config = write_file("long.yaml", plan("mesh_dim: [2, 1, 1]\n"));
+  const std::string metrics = ::testing::TempDir() + "/killed.jsonl";
+  std::remove(metrics.c_str());
+  // Start a long run, wait for training to begin, SIGKILL rank 1 (the launcher's
+  // second child), and time how long the launcher takes to give up.
+  const std::string script =
+      bin("quintnet-launch") + " --nproc 2 -- " + bin("quintnet-train") + " --config " + config +
+      " --max-steps 100000 --no-eval --quiet --threads 1 --metrics " + metrics + " & L=$!; "
+      "for i in $(seq 300); do [ -s " + metrics + " ] && break; sleep 0.1; done; "
+      "R1=$(pgrep -P $L | sort -n | sed -n 2p); kill -9 $R1; S=$(date +%s); "
+      "wait $L; RC=$?; echo \"rc=$RC seconds=$(( $(date +%s) - S )) killed=$R1\"; "
+      "sleep 1; pgrep -f '" + config + "' || echo no-leftover\n";
+  auto r = run_command("bash " + write_file("kill_rank.sh", script));
+  EXPECT_NE(r.out.find("rc=1 "), std::string::npos) << r.out << r.err;
+  const auto at = r.out.find("seconds=");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_LT(std::stoi(r.out.substr(at + 8)), 60);
+  EXPECT_NE(r.err.find("rank 1 failed (signal 9"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("no-leftover"), std::string::npos) << r.out;
+}
+
+TEST(Failures, TorchrunEnvironmentWorksWithoutTheLauncher) {
+  // What torchrun --no-python sets, set by hand: two ranks rendezvous and train.
+  const std::string config = write_file("env2.yaml", plan("mesh_dim: [2, 1, 1]\n"));
+  const std::string train = bin("quintnet-train") + " --config " + config + " --max-steps 2 --no-eval --quiet --threads 1";
+  const std::string env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29731";
+  auto r = run_command("bash -c '" + env + " RANK=1 LOCAL_RANK=1 " + train + " & " + env + " RANK=0 LOCAL_RANK=0 " +
+                       train + "; A=$?; wait $!; B=$?; echo rc=$A,$B'");
+  EXPECT_NE(r.out.find("rc=0,0"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("done: 2 steps"), std::string::npos) << r.out;
+}
