@@ -17,17 +17,21 @@ Communicator::Communicator(const RankEnv& env, const core::Mesh& mesh, const std
                            std::chrono::milliseconds timeout)
     : env_(env), mesh_(mesh), device_type_(device_type), timeout_(timeout) {
   mesh_.check_world_size(env.world_size);
-  try {
-    store_ = make_tcp_store(env.master_addr, env.master_port, env.rank, env.world_size, timeout);
-  } catch (const std::exception& e) {
-    throw CommError("rendezvous with " + env.master_addr + ":" + std::to_string(env.master_port) +
-                    " failed for rank " + std::to_string(env.rank) + " (are all " +
-                    std::to_string(env.world_size) + " ranks started?): " + e.what());
-  }
+  if (env.world_size > 1) connect_store();
   std::vector<int> all(env.world_size);
   for (int r = 0; r < env.world_size; ++r) all[r] = r;
   world_ = build_group("world", all);
   for (const char* a : {"tp", "dp", "pp"}) axis(a);
+}
+
+void Communicator::connect_store() {
+  try {
+    store_ = make_tcp_store(env_.master_addr, env_.master_port, env_.rank, env_.world_size, timeout_);
+  } catch (const std::exception& e) {
+    throw CommError("rendezvous at " + env_.master_addr + ":" + std::to_string(env_.master_port) +
+                    " failed for rank " + std::to_string(env_.rank) + " (are all " + std::to_string(env_.world_size) +
+                    " ranks started? is the port free? set MASTER_PORT): " + e.what());
+  }
 }
 
 Group Communicator::build_group(const std::string& name, const std::vector<int>& ranks) {

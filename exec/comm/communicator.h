@@ -63,6 +63,7 @@ class Communicator {
   void wait(c10d::Work& work, const std::string& what);
 
  private:
+  void connect_store();  // rendezvous; a single process needs none
   Group build_group(const std::string& name, const std::vector<int>& ranks);
 
   RankEnv env_;

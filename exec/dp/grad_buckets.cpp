@@ -8,38 +8,36 @@ namespace quintnet::exec {
 namespace {
 
 struct ReadyHook : torch::autograd::FunctionPostHook {
-  ReadyHook(GradBuckets* owner, int index) : owner(owner), index(index) {}
+  ReadyHook(GradBuckets* owner, int slot) : owner(owner), slot(slot) {}
   torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
                                             const torch::autograd::variable_list&) override {
-    owner->mark_ready(index);
+    owner->mark_ready(slot);
     return outputs;
   }
   GradBuckets* owner;
-  int index;
+  int slot;
 };
 
 }  // namespace
 
-GradBuckets::GradBuckets(std::vector<torch::Tensor> params, Communicator& comm, Group& dp, double bucket_mb)
-    : params_(std::move(params)), comm_(comm), dp_(dp) {
+GradBuckets::GradBuckets(FlatParameters& flat, Communicator& comm, Group& dp, double bucket_mb)
+    : flat_(flat), comm_(comm), dp_(dp) {
   const auto cap = static_cast<std::int64_t>(bucket_mb * 1024 * 1024);
-  bucket_of_.assign(params_.size(), -1);
-  std::int64_t bytes = 0;
-  for (int i = static_cast<int>(params_.size()) - 1; i >= 0; --i) {
-    if (!params_[i].requires_grad()) continue;
-    const std::int64_t b = params_[i].numel() * params_[i].element_size();
-    if (buckets_.empty() || (bytes + b > cap && !buckets_.back().params.empty())) {
+  const auto& slots = flat.slots();
+  const int64_t elem = flat.grads().element_size();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (buckets_.empty() || (buckets_.back().numel + slots[i].numel) * elem > cap) {
       buckets_.emplace_back();
-      bytes = 0;
+      buckets_.back().offset = slots[i].offset;
     }
-    buckets_.back().params.push_back(i);
-    bucket_of_[i] = static_cast<int>(buckets_.size()) - 1;
-    bytes += b;
+    buckets_.back().numel += slots[i].numel;
+    ++buckets_.back().slots;
+    bucket_of_.push_back(static_cast<int>(buckets_.size()) - 1);
   }
+  for (auto& b : buckets_) b.view = flat.grads().narrow(0, b.offset, b.numel);
   if (dp_.size() == 1) return;  // nothing to average: no hooks
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (bucket_of_[i] < 0) continue;
-    auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    auto acc = torch::autograd::impl::grad_accumulator(slots[i].param);
     hook_keys_.push_back(acc->add_post_hook(std::make_unique<ReadyHook>(this, static_cast<int>(i))));
     accumulators_.push_back(std::move(acc));
   }
@@ -51,23 +49,18 @@ GradBuckets::~GradBuckets() {
 
 void GradBuckets::sync_next_backward(bool sync) { sync_ = sync; }
 
-void GradBuckets::mark_ready(int param_index) {
+void GradBuckets::mark_ready(int slot) {
   if (!sync_) return;
-  const int b = bucket_of_[param_index];
-  Bucket& bucket = buckets_[b];
-  if (++bucket.ready == static_cast<int>(bucket.params.size())) launch(b);
+  const int b = bucket_of_[slot];
+  if (++buckets_[b].ready == buckets_[b].slots) launch(b);
 }
 
 void GradBuckets::launch(int b) {
   Bucket& bucket = buckets_[b];
-  std::vector<torch::Tensor> grads;
-  for (int i : bucket.params) {
-    torch::Tensor& p = params_[i];
-    grads.push_back(p.grad().defined() ? p.grad().reshape(-1) : torch::zeros({p.numel()}, p.options()));
-  }
-  bucket.flat = torch::cat(grads).div_(dp_.size());
-  launches_.push_back({b, bucket.flat.numel() * bucket.flat.element_size(), std::chrono::steady_clock::now(), {}});
-  bucket.work = comm_.all_reduce_sum_async(dp_, bucket.flat);
+  torch::NoGradGuard no_grad;
+  bucket.view.div_(dp_.size());
+  launches_.push_back({b, bucket.numel * bucket.view.element_size(), std::chrono::steady_clock::now(), {}});
+  bucket.work = comm_.all_reduce_sum_async(dp_, bucket.view);
   bucket.launched = true;
 }
 
@@ -75,21 +68,10 @@ void GradBuckets::finish() {
   if (dp_.size() == 1) return;
   for (int b = 0; b < num_buckets(); ++b)
     if (!buckets_[b].launched) launch(b);
-  torch::NoGradGuard no_grad;
   for (auto& launch : launches_) {
-    Bucket& bucket = buckets_[launch.bucket];
-    comm_.wait(*bucket.work, "data-parallel gradient all-reduce (bucket " + std::to_string(launch.bucket) + ")");
+    comm_.wait(*buckets_[launch.bucket].work,
+               "data-parallel gradient all-reduce (bucket " + std::to_string(launch.bucket) + ")");
     launch.end = std::chrono::steady_clock::now();
-    std::int64_t offset = 0;
-    for (int i : bucket.params) {
-      torch::Tensor& p = params_[i];
-      torch::Tensor avg = bucket.flat.narrow(0, offset, p.numel()).view_as(p);
-      if (p.grad().defined())
-        p.mutable_grad().copy_(avg);
-      else
-        p.mutable_grad() = avg.clone();
-      offset += p.numel();
-    }
   }
   finished_ = std::move(launches_);
   launches_.clear();

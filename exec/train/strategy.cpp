@@ -22,12 +22,12 @@ class MeshStrategy : public Strategy {
     for (const auto& p : serial->named_parameters()) state[p.key()] = p.value().detach();
     load_serial_state(*pm->model, state, pm->tp);
 
+    pm->flat = std::make_unique<FlatParameters>(*pm->model, tp_shard_dims(*pm->model));
     if (use_dp_) {
       Group& dp = comm_.axis("dp");
       // Every replica starts from dp rank 0's weights (as DistributedDataParallel does).
-      torch::NoGradGuard no_grad;
-      for (auto& p : pm->model->parameters()) comm_.broadcast(dp, p, 0);
-      pm->dp = std::make_unique<GradBuckets>(pm->model->parameters(), comm_, dp, plan_.bucket_size_mb);
+      comm_.broadcast(dp, pm->flat->params(), 0);
+      pm->dp = std::make_unique<GradBuckets>(*pm->flat, comm_, dp, plan_.bucket_size_mb);
     }
     return pm;
   }

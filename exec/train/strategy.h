@@ -7,7 +7,7 @@
 // apply() turns a serial model into this rank's part of the parallel one: tensor
 // parallelism slices the serial weights (so one serial checkpoint loads into any tp
 // degree), data parallelism broadcasts the parameters from dp rank 0 and attaches
-// the gradient buckets.  Strategies: dp, tp, dp_tp (pp, dp_pp, tp_pp, 3d need the
+// the gradient buckets; parameters and gradients move into flat buffers.  Strategies: dp, tp, dp_tp (pp, dp_pp, tp_pp, 3d need the
 // pipeline executor).
 #include <memory>
 #include <string>
@@ -16,13 +16,15 @@
 #include "exec/comm/communicator.h"
 #include "exec/dp/grad_buckets.h"
 #include "exec/models/vit.h"
+#include "exec/train/flat_parameters.h"
 
 namespace quintnet::exec {
 
 struct ParallelModel {
   TpContext tp;
   ViT model{nullptr};
-  std::unique_ptr<GradBuckets> dp;  // gradient averaging over the dp group
+  std::unique_ptr<FlatParameters> flat;  // parameters and gradients in two buffers
+  std::unique_ptr<GradBuckets> dp;       // gradient averaging over the dp group
 };
 
 class Strategy {

@@ -35,21 +35,14 @@ Trainer::Trainer(const core::Plan& plan, Communicator& comm, TrainOptions option
 double Trainer::clip_gradients(ParallelModel& pm) {
   // ‖g‖² = Σ over tp-sharded parameters (summed over the tp group) + Σ over the
   // replicated ones (identical on every tp rank, counted once).
-  const auto sharded = tp_shard_dims(*pm.model);
-  torch::Tensor sharded_sq = torch::zeros({1}, torch::kFloat64), replicated_sq = torch::zeros({1}, torch::kFloat64);
-  for (const auto& p : pm.model->named_parameters()) {
-    if (!p.value().grad().defined()) continue;
-    torch::Tensor sq = p.value().grad().to(torch::kFloat64).pow(2).sum().reshape({1});
-    (sharded.count(p.key()) ? sharded_sq : replicated_sq) += sq;
-  }
+  torch::NoGradGuard no_grad;
+  torch::Tensor& g = pm.flat->grads();
+  const torch::Tensor sq = g.to(torch::kFloat64).square();
+  torch::Tensor sharded_sq = (sq * pm.flat->sharded_mask()).sum().reshape({1});
+  const double replicated_sq = sq.sum().item<double>() - sharded_sq.item<double>();
   comm_.all_reduce_sum(comm_.axis("tp"), sharded_sq);
-  const double norm = std::sqrt((sharded_sq + replicated_sq).item<double>());
-  if (plan_.max_grad_norm > 0 && norm > plan_.max_grad_norm) {
-    const double scale = plan_.max_grad_norm / (norm + 1e-6);
-    torch::NoGradGuard no_grad;
-    for (auto& p : pm.model->parameters())
-      if (p.grad().defined()) p.mutable_grad().mul_(scale);
-  }
+  const double norm = std::sqrt(std::max(0.0, sharded_sq.item<double>() + replicated_sq));
+  if (plan_.max_grad_norm > 0 && norm > plan_.max_grad_norm) g.mul_(plan_.max_grad_norm / (norm + 1e-6));
   return norm;
 }
 
@@ -98,8 +91,7 @@ TrainResult Trainer::run() {
   auto pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
   serial = nullptr;
 
-  torch::optim::AdamW optimizer(pm->model->parameters(),
-                                torch::optim::AdamWOptions(p.learning_rate).weight_decay(p.weight_decay));
+  FlatAdamW optimizer(*pm->flat, p.weight_decay);
   Group& dp = comm_.axis("dp");
   const int m = p.microbatches();
   BatchSampler sampler(train.count, p.batch_size, p.seed);
@@ -135,8 +127,7 @@ TrainResult Trainer::run() {
     torch::Tensor epoch_stats = torch::zeros({3}, torch::kFloat64);  // loss sum, correct, samples (local)
     for (long k = 0; k < per_epoch && step < total_steps; ++k, ++step) {
       const double lr = learning_rate_at(step, total_steps, p.warmup_steps, p.learning_rate);
-      for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-      optimizer.zero_grad();
+      pm->flat->zero_grad();
       torch::Tensor step_loss = torch::zeros({1}, torch::kFloat64);
       for (int j = 0; j < m; ++j) {
         auto [images, labels] = make_batch(train, sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), norm);
@@ -151,7 +142,7 @@ TrainResult Trainer::run() {
       }
       if (pm->dp) pm->dp->finish();
       const double grad_norm = clip_gradients(*pm);
-      optimizer.step();
+      optimizer.step(lr);
 
       // The loss of the global batch: the mean over dp replicas.
       comm_.all_reduce_sum(dp, step_loss);

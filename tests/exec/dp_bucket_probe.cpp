@@ -12,6 +12,7 @@
 #include "exec/dp/grad_buckets.h"
 #include "exec/launch/rank_env.h"
 #include "exec/models/vit.h"
+#include "exec/train/flat_parameters.h"
 
 using namespace quintnet;
 
@@ -24,10 +25,11 @@ int main() {
   torch::manual_seed(0);
   exec::ViT model(cfg, exec::TpContext{});
   exec::Group& dp = comm.axis("dp");
-  exec::GradBuckets buckets(model->parameters(), comm, dp, /*bucket_mb=*/0.05);
+  exec::FlatParameters flat(*model, {});
+  exec::GradBuckets buckets(flat, comm, dp, /*bucket_mb=*/0.05);
   const int microbatches = 2;
   for (int step = 0; step < 3; ++step) {
-    model->zero_grad();
+    flat.zero_grad();
     std::chrono::steady_clock::time_point backward_end;
     for (int j = 0; j < microbatches; ++j) {
       torch::manual_seed(100 * step + 10 * j + dp.rank);

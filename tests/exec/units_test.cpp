@@ -123,3 +123,31 @@ TEST(IdxDataset, FashionMnistFromSetupLoads) {
   EXPECT_EQ(d.rows, 28);
   EXPECT_EQ(d.num_classes, 10);
 }
+
+#include "exec/models/vit.h"
+#include "exec/train/flat_parameters.h"
+
+TEST(FlatParameters, BackwardAccumulatesIntoTheFlatGradientBuffer) {
+  quintnet::core::ModelConfig cfg;
+  cfg.depth = 2;
+  torch::manual_seed(1);
+  ViT model(cfg, TpContext{});
+  std::vector<torch::Tensor> before;
+  for (auto& p : model->parameters()) before.push_back(p.detach().clone());
+  FlatParameters flat(*model, {});
+  // Values survive the move into the buffer, and every parameter is a view of it.
+  auto params = model->parameters();
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i], before[i]));
+  for (int rep = 0; rep < 2; ++rep) {
+    torch::nn::functional::cross_entropy(model(torch::randn({4, 1, 28, 28})), torch::randint(0, 10, {4})).backward();
+  }
+  double per_param = 0;
+  for (auto& p : model->parameters()) {
+    const auto* base = flat.grads().data_ptr<float>();
+    const auto* g = p.grad().data_ptr<float>();
+    EXPECT_TRUE(g >= base && g < base + flat.grads().numel());
+    per_param += p.grad().abs().sum().item<double>();
+  }
+  EXPECT_GT(per_param, 0.0);
+  EXPECT_NEAR(flat.grads().abs().sum().item<double>(), per_param, 1e-3 * per_param);
+}
