@@ -8,7 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#ifdef QN_HAVE_YAML
 #include <yaml-cpp/yaml.h>
+#endif
 
 #include "core/error.h"
 
@@ -24,6 +26,7 @@ std::string short_value(const Json& v) {
   return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
+#ifdef QN_HAVE_YAML
 // YAML 1.2 core schema: null, booleans, integers, floats, else a string.  Quoted
 // scalars are always strings.
 Json scalar_to_json(const YAML::Node& node) {
@@ -67,6 +70,7 @@ Json yaml_to_json(const YAML::Node& node, std::map<std::string, int>* lines, con
   }
   return nullptr;
 }
+#endif
 
 }  // namespace
 
@@ -110,6 +114,10 @@ ConfigReader ConfigReader::from_text(const std::string& text, const std::string&
       throw ConfigError(origin + ": invalid JSON: " + e.what());
     }
   }
+#ifndef QN_HAVE_YAML
+  throw ConfigError(origin + ": this build reads JSON plans only (yaml-cpp was missing when it was built); "
+                    "write the plan as JSON or install libyaml-cpp-dev and rebuild");
+#else
   std::map<std::string, int> lines;
   Json doc;
   try {
@@ -123,6 +131,7 @@ ConfigReader ConfigReader::from_text(const std::string& text, const std::string&
   ConfigReader reader(std::move(doc), origin);
   reader.lines_ = std::move(lines);
   return reader;
+#endif
 }
 
 bool ConfigReader::has(const std::string& key) const { return doc_.contains(key) && !doc_[key].is_null(); }

@@ -18,7 +18,7 @@ Normalisation pixel_statistics(const ImageDataset& data) {
 }
 
 std::pair<torch::Tensor, torch::Tensor> make_batch(const ImageDataset& data, const std::vector<int64_t>& indices,
-                                                   const Normalisation& norm) {
+                                                   const Normalisation& norm, torch::Device device) {
   const int64_t n = static_cast<int64_t>(indices.size()), pixels = int64_t{data.rows} * data.cols;
   torch::Tensor raw = torch::empty({n, 1, data.rows, data.cols}, torch::kUInt8);
   torch::Tensor labels = torch::empty({n}, torch::kInt64);
@@ -28,8 +28,8 @@ std::pair<torch::Tensor, torch::Tensor> make_batch(const ImageDataset& data, con
     std::memcpy(dst + i * pixels, data.pixels.data() + indices[i] * pixels, static_cast<size_t>(pixels));
     lab[i] = data.labels[static_cast<size_t>(indices[i])];
   }
-  torch::Tensor images = (raw.to(torch::kFloat32).div_(255.0).sub_(norm.mean)).div_(norm.std);
-  return {images, labels};
+  torch::Tensor images = (raw.to(device).to(torch::kFloat32).div_(255.0).sub_(norm.mean)).div_(norm.std);
+  return {images, labels.to(device)};
 }
 
 }  // namespace quintnet::exec

@@ -131,6 +131,19 @@ pid_t spawn(const std::vector<std::string>& cmd, const std::vector<std::pair<std
   return pid;
 }
 
+// A bare command name (quintnet-train) is looked up next to this launcher first, so
+// `build/bin/quintnet launch ... -- quintnet-train` works without PATH changes.
+std::string resolve_command(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return name;
+  buf[n] = '\0';
+  std::string dir(buf);
+  dir = dir.substr(0, dir.rfind('/'));
+  return access((dir + "/" + name).c_str(), X_OK) == 0 ? dir + "/" + name : name;
+}
+
 const std::vector<OptionSpec> kOptions = {
     {"nproc", "N", "ranks to start on this node (alias --nproc-per-node)"},
     {"nproc-per-node", "N", "same as --nproc"},
@@ -158,8 +171,9 @@ int launch(int argc, char** argv) {
   const int port = args.value("master-port") ? args.get_int("master-port", 29500, 1, 65535)
                                              : (nnodes == 1 ? free_port() : 29500);
   const int grace = args.get_int("grace", 5, 0, 3600);
-  const std::vector<std::string>& cmd = args.positional();
+  std::vector<std::string> cmd = args.positional();
   if (cmd.empty()) throw UsageError("no command to launch; usage: quintnet launch --nproc N -- COMMAND...");
+  cmd[0] = resolve_command(cmd[0]);
 
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::vector<Child> children(nproc);

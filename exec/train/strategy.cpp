@@ -18,6 +18,7 @@ class MeshStrategy : public Strategy {
     auto pm = std::make_unique<ParallelModel>();
     if (use_tp_) pm->tp = TpContext{&comm_, &comm_.axis("tp")};
     pm->model = ViT(serial->config(), pm->tp);
+    pm->model->to(serial->parameters().front().device());
     SerialState state;
     for (const auto& p : serial->named_parameters()) state[p.key()] = p.value().detach();
     load_serial_state(*pm->model, state, pm->tp);

@@ -30,7 +30,11 @@ ImageDataset truncated(ImageDataset d, std::int64_t max_samples) {
 }  // namespace
 
 Trainer::Trainer(const core::Plan& plan, Communicator& comm, TrainOptions options)
-    : plan_(plan), comm_(comm), options_(std::move(options)), is_logger_(comm.rank() == 0) {}
+    : plan_(plan), comm_(comm), options_(std::move(options)), is_logger_(comm.rank() == 0),
+      device_(plan.device_type == "cuda" ? torch::Device(torch::kCUDA, comm.env().local_rank) : torch::Device(torch::kCPU)) {
+  if (device_.is_cuda() && !torch::cuda::is_available())
+    throw core::UserError("device_type: cuda, but no CUDA device is available to this process; set device_type: cpu");
+}
 
 double Trainer::clip_gradients(ParallelModel& pm) {
   // ‖g‖² = Σ over tp-sharded parameters (summed over the tp group) + Σ over the
@@ -53,16 +57,15 @@ Trainer::Evaluation Trainer::evaluate(ParallelModel& pm, const ImageDataset& val
   // Contiguous shards of the validation set per dp rank; tp ranks compute the same.
   const std::int64_t per_rank = (val.count + dp.size() - 1) / dp.size();
   const std::int64_t begin = std::min(val.count, dp.rank * per_rank), end = std::min(val.count, begin + per_rank);
-  torch::Tensor totals = torch::zeros({3}, torch::kFloat64);  // loss sum, correct, count
+  torch::Tensor totals = torch::zeros({3}, stats_options());  // loss sum, correct, count
   for (std::int64_t start = begin; start < end; start += 500) {
     std::vector<int64_t> idx;
     for (std::int64_t i = start; i < std::min(end, start + 500); ++i) idx.push_back(i);
-    auto [images, labels] = make_batch(val, idx, norm);
+    auto [images, labels] = make_batch(val, idx, norm, device_);
     torch::Tensor logits = pm.model->forward(images);
     totals[0] += torch::nn::functional::cross_entropy(
-                     logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                     .item<double>();
-    totals[1] += logits.argmax(1).eq(labels).sum().item<double>();
+        logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    totals[1] += logits.argmax(1).eq(labels).sum();
     totals[2] += static_cast<double>(idx.size());
   }
   comm_.all_reduce_sum(dp, totals);
@@ -88,6 +91,7 @@ TrainResult Trainer::run() {
   torch::manual_seed(p.seed);
   core::ModelConfig model_config = p.model;
   ViT serial(model_config, TpContext{});
+  serial->to(device_);
   auto pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
   serial = nullptr;
 
@@ -124,20 +128,21 @@ TrainResult Trainer::run() {
   for (int epoch = 0; epoch < epochs && step < total_steps; ++epoch) {
     Progress progress("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
                       std::min(per_epoch, total_steps - step), is_logger_ && options_.progress);
-    torch::Tensor epoch_stats = torch::zeros({3}, torch::kFloat64);  // loss sum, correct, samples (local)
+    torch::Tensor epoch_stats = torch::zeros({3}, stats_options());  // loss sum, correct, samples (local)
     for (long k = 0; k < per_epoch && step < total_steps; ++k, ++step) {
       const double lr = learning_rate_at(step, total_steps, p.warmup_steps, p.learning_rate);
       pm->flat->zero_grad();
-      torch::Tensor step_loss = torch::zeros({1}, torch::kFloat64);
+      torch::Tensor step_loss = torch::zeros({1}, stats_options());
       for (int j = 0; j < m; ++j) {
-        auto [images, labels] = make_batch(train, sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), norm);
+        auto [images, labels] =
+            make_batch(train, sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), norm, device_);
         torch::Tensor logits = pm->model->forward(images);
         torch::Tensor loss = torch::nn::functional::cross_entropy(logits, labels);
         if (pm->dp) pm->dp->sync_next_backward(j == m - 1);
         (loss / m).backward();
         step_loss += loss.detach().to(torch::kFloat64) / m;
-        epoch_stats[0] += loss.item<double>() * labels.size(0);
-        epoch_stats[1] += logits.argmax(1).eq(labels).sum().item<double>();
+        epoch_stats[0] += loss.detach() * labels.size(0);
+        epoch_stats[1] += logits.argmax(1).eq(labels).sum();
         epoch_stats[2] += static_cast<double>(labels.size(0));
       }
       if (pm->dp) pm->dp->finish();

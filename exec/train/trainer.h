@@ -42,10 +42,14 @@ class Trainer {
   Evaluation evaluate(ParallelModel& pm, const ImageDataset& val, const Normalisation& norm);
   double clip_gradients(ParallelModel& pm);
 
+  // Statistics (losses, counts) live on the device so NCCL can reduce them.
+  torch::TensorOptions stats_options() const { return torch::TensorOptions().dtype(torch::kFloat64).device(device_); }
+
   const core::Plan& plan_;
   Communicator& comm_;
   TrainOptions options_;
   bool is_logger_;  // global rank 0 prints and writes
+  torch::Device device_;
 };
 
 }  // namespace quintnet::exec

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Run ON a GPU machine (PyTorch 2.x wheel with CUDA, CMake, a compiler; no apt):
+# builds core + exec against the wheel's LibTorch, runs the CUDA checks and a
+# single-GPU training benchmark, prints one table.  Needs .deps from prepare.sh.
+#   bash experiments/gpu/check.sh            (fits in 10 minutes)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="$root/build-gpu"
+prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+abi="$(python3 -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')"
+echo "gpu-check: torch $(python3 -c 'import torch; print(torch.__version__)'), cxx11 abi $abi"
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+
+# Everything is compiled with the wheel's ABI; Qt/SimGrid are not on such machines.
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_CXX_FLAGS="-D_GLIBCXX_USE_CXX11_ABI=$abi" -DQN_WITH_TORCH=ON -DQN_WITH_CUDA=ON \
+  -DQN_WITH_SIM=OFF -DQN_WITH_QT=OFF -DQN_BUILD_TESTS=OFF -DQN_BUILD_BENCHMARKS=OFF > "$build.configure.log" 2>&1 ||
+  { tail -30 "$build.configure.log"; exit 1; }
+cmake --build "$build" -j "$(nproc)" --target quintnet-cuda-check quintnet-train quintnet-launch 2>&1 | tail -3
+
+echo "== CUDA checks"
+"$build/bin/quintnet-cuda-check"
+
+echo "== single-GPU training benchmark (original ViT config, 1x1x1, JSON plan)"
+plan="$(mktemp --suffix .json)"
+cat > "$plan" <<JSON
+{"dataset_path": "${QN_DATASET:-/usr/share/datasets/fashion-mnist}", "batch_size": 256, "grad_acc_steps": 1,
+ "learning_rate": 1e-3, "img_size": 28, "patch_size": 4, "hidden_dim": 64, "n_heads": 4, "depth": 8,
+ "mesh_dim": [1, 1, 1], "device_type": "cuda"}
+JSON
+if [ -d "${QN_DATASET:-/usr/share/datasets/fashion-mnist}" ]; then
+  "$build/bin/quintnet-train" --config "$plan" --max-steps 200 --no-eval --quiet --metrics "$build/gpu.jsonl"
+  python3 - "$build/gpu.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print("| metric | value |\n|---|---|")
+print(f"| steps | {rows[-1]['step']} |\n| samples/s (cumulative) | {rows[-1]['samples_per_s']:.0f} |")
+print(f"| loss first -> last | {rows[0]['loss']:.3f} -> {rows[-1]['loss']:.3f} |")
+PY
+else
+  echo "no dataset on this machine (set QN_DATASET to an MNIST-format folder); training benchmark skipped"
+fi
