@@ -123,6 +123,26 @@ torch::Tensor Communicator::all_gather(Group& g, const torch::Tensor& t, int64_t
   return torch::cat(output[0], dim);
 }
 
+c10::intrusive_ptr<c10d::Work> Communicator::send_async(Group& g, torch::Tensor& t, int peer, int tag) {
+  std::vector<at::Tensor> ts{t};
+  try {
+    return g.backend->send(ts, peer, tag);
+  } catch (const std::exception& e) {
+    throw CommError("send to rank " + std::to_string(g.ranks[peer]) + " failed: " + std::string(e.what()));
+  }
+}
+
+void Communicator::recv(Group& g, torch::Tensor& t, int peer, int tag) {
+  std::vector<at::Tensor> ts{t};
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = g.backend->recv(ts, peer, tag);
+  } catch (const std::exception& e) {
+    throw CommError("receive from rank " + std::to_string(g.ranks[peer]) + " failed: " + std::string(e.what()));
+  }
+  wait(*work, "receive from rank " + std::to_string(g.ranks[peer]));
+}
+
 void Communicator::barrier(Group& g) {
   if (!g.backend) return;
   // An all-reduce of one element: works the same on Gloo and NCCL.

@@ -60,6 +60,9 @@ class Communicator {
   // Concatenates each member's `t` along `dim`, in group order.
   torch::Tensor all_gather(Group& g, const torch::Tensor& t, int64_t dim);
   void barrier(Group& g);
+  // Point-to-point inside a group (peer = index in the group); tags tell messages apart.
+  c10::intrusive_ptr<c10d::Work> send_async(Group& g, torch::Tensor& t, int peer, int tag);
+  void recv(Group& g, torch::Tensor& t, int peer, int tag);
   void wait(c10d::Work& work, const std::string& what);
 
  private:

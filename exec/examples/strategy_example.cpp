@@ -1,10 +1,11 @@
 // The strategy API in a few lines, as the original QuintNet's:
 //
-//   quintnet launch --nproc 4 -- build/bin/example_strategy experiments/configs/vit_dp_tp.yaml
+//   quintnet launch --nproc 8 -- build/bin/example_strategy experiments/configs/vit_3d.yaml
 //
 // builds the serial ViT, lets the plan's strategy turn it into this rank's part
-// (tensor-parallel shards, data-parallel buckets), and trains a few steps on random
-// data.  quintnet-train is this loop grown up (data, evaluation, schedules, ...).
+// (tensor-parallel shards, pipeline stages, data-parallel buckets), and trains a few
+// steps on random data with the plan's pipeline schedule.  quintnet-train is this
+// loop grown up (data, evaluation, clipping, learning-rate schedule, ...).
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -12,6 +13,8 @@
 #include "core/cli/main_guard.h"
 #include "core/plan.h"
 #include "exec/comm/communicator.h"
+#include "core/schedule_generators.h"
+#include "exec/pp/pipeline_runner.h"
 #include "exec/train/strategy.h"
 
 using namespace quintnet;
@@ -27,18 +30,24 @@ int main(int argc, char** argv) {
     exec::ViT serial(plan.model, exec::TpContext{});
     auto strategy = exec::make_strategy(plan.strategy(), comm, plan);
     std::unique_ptr<exec::ParallelModel> model = strategy->apply(serial);
-    exec::FlatAdamW optimizer(*model->flat, plan.weight_decay);
+    std::vector<std::unique_ptr<exec::FlatAdamW>> optimizers;
+    for (auto& chunk : model->chunks) optimizers.push_back(std::make_unique<exec::FlatAdamW>(*chunk.flat, plan.weight_decay));
+    const int m = plan.microbatches(), pp = plan.mesh().size("pp");
+    const int64_t tokens = (plan.model.img_size / plan.model.patch_size) * (plan.model.img_size / plan.model.patch_size) + 1;
+    exec::PipelineRunner runner(core::make_schedule(plan.schedule_kind(), pp, m, static_cast<int>(model->chunks.size())),
+                                *model, comm, tokens, plan.model.hidden_dim);
 
     for (int step = 0; step < 5; ++step) {
       torch::manual_seed(step * 100 + comm.mesh().coord(comm.rank(), "dp"));  // each replica its own data
-      torch::Tensor x = torch::randn({8, plan.model.in_channels, plan.model.img_size, plan.model.img_size});
-      torch::Tensor y = torch::randint(0, plan.model.num_classes, {8});
-      model->flat->zero_grad();
-      torch::Tensor loss = torch::nn::functional::cross_entropy(model->model(x), y);
-      loss.backward();
-      if (model->dp) model->dp->finish();  // gradients averaged over the dp group
-      optimizer.step(plan.learning_rate);
-      if (comm.rank() == 0) std::printf("strategy %s, step %d, loss %.4f\n", strategy->name().c_str(), step, loss.item<double>());
+      std::vector<torch::Tensor> inputs, labels;
+      for (int j = 0; j < m; ++j) {
+        inputs.push_back(torch::randn({plan.micro_batch_size(), plan.model.in_channels, plan.model.img_size, plan.model.img_size}));
+        labels.push_back(torch::randint(0, plan.model.num_classes, {plan.micro_batch_size()}));
+      }
+      for (auto& chunk : model->chunks) chunk.flat->zero_grad();
+      const exec::StepStats stats = runner.train_step(inputs, labels);  // forward, backward, DP sync
+      for (auto& opt : optimizers) opt->step(plan.learning_rate);
+      if (comm.rank() == 0) std::printf("strategy %s, step %d, loss %.4f\n", strategy->name().c_str(), step, stats.loss);
     }
     return 0;
   });

@@ -3,39 +3,51 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "exec/pp/stage_split.h"
 
 namespace quintnet::exec {
 namespace {
 
 class MeshStrategy : public Strategy {
  public:
-  MeshStrategy(std::string name, bool use_dp, bool use_tp, Communicator& comm, const core::Plan& plan)
-      : name_(std::move(name)), use_dp_(use_dp), use_tp_(use_tp), comm_(comm), plan_(plan) {}
+  MeshStrategy(std::string name, bool use_dp, bool use_tp, bool use_pp, Communicator& comm, const core::Plan& plan)
+      : name_(std::move(name)), use_dp_(use_dp), use_tp_(use_tp), use_pp_(use_pp), comm_(comm), plan_(plan) {}
 
   std::string name() const override { return name_; }
 
   std::unique_ptr<ParallelModel> apply(ViT serial) override {
     auto pm = std::make_unique<ParallelModel>();
     if (use_tp_) pm->tp = TpContext{&comm_, &comm_.axis("tp")};
-    pm->model = ViT(serial->config(), pm->tp);
-    pm->model->to(serial->parameters().front().device());
+    const int pp = use_pp_ ? comm_.axis("pp").size() : 1, pp_rank = use_pp_ ? comm_.axis("pp").rank : 0;
+    const int chunks = use_pp_ ? plan_.virtual_stages : 1;
+    pm->num_stages = pp * chunks;
+    const auto ranges = split_blocks(serial->config().depth, pp, chunks);
     SerialState state;
     for (const auto& p : serial->named_parameters()) state[p.key()] = p.value().detach();
-    load_serial_state(*pm->model, state, pm->tp);
+    const torch::Device device = serial->parameters().front().device();
 
-    pm->flat = std::make_unique<FlatParameters>(*pm->model, tp_shard_dims(*pm->model));
-    if (use_dp_) {
-      Group& dp = comm_.axis("dp");
-      // Every replica starts from dp rank 0's weights (as DistributedDataParallel does).
-      comm_.broadcast(dp, pm->flat->params(), 0);
-      pm->dp = std::make_unique<GradBuckets>(*pm->flat, comm_, dp, plan_.bucket_size_mb);
+    for (int c = 0; c < chunks; ++c) {
+      ModelChunk chunk;
+      chunk.stage = c * pp + pp_rank;
+      const BlockRange r = ranges[chunk.stage];
+      chunk.model = ViT(serial->config(), pm->tp, StageRange{r.first, r.end});
+      chunk.model->to(device);
+      load_serial_state(*chunk.model, state, pm->tp);
+      chunk.flat = std::make_unique<FlatParameters>(*chunk.model, tp_shard_dims(*chunk.model));
+      if (use_dp_) {
+        Group& dp = comm_.axis("dp");
+        // Every replica starts from dp rank 0's weights (as DistributedDataParallel does).
+        comm_.broadcast(dp, chunk.flat->params(), 0);
+        chunk.dp = std::make_unique<GradBuckets>(*chunk.flat, comm_, dp, plan_.bucket_size_mb);
+      }
+      pm->chunks.push_back(std::move(chunk));
     }
     return pm;
   }
 
  private:
   std::string name_;
-  bool use_dp_, use_tp_;
+  bool use_dp_, use_tp_, use_pp_;
   Communicator& comm_;
   const core::Plan& plan_;
 };
@@ -48,11 +60,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, Communicator& c
     throw core::UserError("strategy_name: unknown strategy '" + name + "'; choose one of dp, tp, pp, dp_tp, dp_pp, "
                           "tp_pp, 3d");
   auto uses = [&](const char* axis) { return name == "3d" || name.find(axis) != std::string::npos; };
-  if (uses("pp") && plan.pp() > 1)
-    throw core::UserError("strategy_name: '" + name + "' with pp = " + std::to_string(plan.pp()) +
-                          " needs pipeline parallelism, which the executor does not run yet; "
-                          "set pp to 1 in mesh_dim (dp, tp and dp x tp run)");
-  return std::make_unique<MeshStrategy>(name, uses("dp"), uses("tp"), comm, plan);
+  return std::make_unique<MeshStrategy>(name, uses("dp"), uses("tp"), uses("pp"), comm, plan);
 }
 
 }  // namespace quintnet::exec

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "exec/data/batch_sampler.h"
 #include "exec/data/image_batches.h"
+#include "core/schedule_generators.h"
 #include "exec/train/lr_schedule.h"
 #include "exec/train/progress.h"
 
@@ -37,22 +38,28 @@ Trainer::Trainer(const core::Plan& plan, Communicator& comm, TrainOptions option
 }
 
 double Trainer::clip_gradients(ParallelModel& pm) {
-  // ‖g‖² = Σ over tp-sharded parameters (summed over the tp group) + Σ over the
-  // replicated ones (identical on every tp rank, counted once).
+  // ‖g‖² = Σ over pipeline stages of [Σ over tp-sharded parameters (summed over the
+  // tp group) + Σ over replicated ones (identical on every tp rank, counted once)].
   torch::NoGradGuard no_grad;
-  torch::Tensor& g = pm.flat->grads();
-  const torch::Tensor sq = g.to(torch::kFloat64).square();
-  torch::Tensor sharded_sq = (sq * pm.flat->sharded_mask()).sum().reshape({1});
-  const double replicated_sq = sq.sum().item<double>() - sharded_sq.item<double>();
-  comm_.all_reduce_sum(comm_.axis("tp"), sharded_sq);
-  const double norm = std::sqrt(std::max(0.0, sharded_sq.item<double>() + replicated_sq));
-  if (plan_.max_grad_norm > 0 && norm > plan_.max_grad_norm) g.mul_(plan_.max_grad_norm / (norm + 1e-6));
+  torch::Tensor sharded = torch::zeros({1}, stats_options()), replicated = torch::zeros({1}, stats_options());
+  for (auto& chunk : pm.chunks) {
+    const torch::Tensor sq = chunk.flat->grads().to(torch::kFloat64).square();
+    const torch::Tensor s = (sq * chunk.flat->sharded_mask()).sum();
+    sharded += s;
+    replicated += sq.sum() - s;
+  }
+  comm_.all_reduce_sum(comm_.axis("tp"), sharded);
+  torch::Tensor total = sharded + replicated;
+  comm_.all_reduce_sum(comm_.axis("pp"), total);
+  const double norm = std::sqrt(std::max(0.0, total.item<double>()));
+  if (plan_.max_grad_norm > 0 && norm > plan_.max_grad_norm)
+    for (auto& chunk : pm.chunks) chunk.flat->grads().mul_(plan_.max_grad_norm / (norm + 1e-6));
   return norm;
 }
 
-Trainer::Evaluation Trainer::evaluate(ParallelModel& pm, const ImageDataset& val, const Normalisation& norm) {
-  torch::NoGradGuard no_grad;
-  pm.model->eval();
+Trainer::Evaluation Trainer::evaluate(PipelineRunner& runner, ParallelModel& pm, const ImageDataset& val,
+                                      const Normalisation& norm) {
+  for (auto& chunk : pm.chunks) chunk.model->eval();
   Group& dp = comm_.axis("dp");
   // Contiguous shards of the validation set per dp rank; tp ranks compute the same.
   const std::int64_t per_rank = (val.count + dp.size() - 1) / dp.size();
@@ -62,15 +69,29 @@ Trainer::Evaluation Trainer::evaluate(ParallelModel& pm, const ImageDataset& val
     std::vector<int64_t> idx;
     for (std::int64_t i = start; i < std::min(end, start + 500); ++i) idx.push_back(i);
     auto [images, labels] = make_batch(val, idx, norm, device_);
-    torch::Tensor logits = pm.model->forward(images);
-    totals[0] += torch::nn::functional::cross_entropy(
-        logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-    totals[1] += logits.argmax(1).eq(labels).sum();
-    totals[2] += static_cast<double>(idx.size());
+    const StepStats s = runner.evaluate(images, labels);
+    totals[0] += s.loss;
+    totals[1] += s.correct;
+    totals[2] += s.samples;
   }
   comm_.all_reduce_sum(dp, totals);
-  pm.model->train();
+  for (auto& chunk : pm.chunks) chunk.model->train();
   return {totals[0].item<double>() / totals[2].item<double>(), totals[1].item<double>() / totals[2].item<double>()};
+}
+
+void Trainer::save_params(ParallelModel& pm) {
+  c10::Dict<std::string, torch::Tensor> dict;
+  for (auto& chunk : pm.chunks)
+    for (auto& [name, t] : gather_serial_state(*chunk.model, pm.tp)) dict.insert(name, t.cpu());
+  const core::Mesh& mesh = comm_.mesh();
+  if (mesh.coord(comm_.rank(), "dp") != 0 || mesh.coord(comm_.rank(), "tp") != 0) return;
+  // One file per pipeline rank (its stages' parameters) when pp > 1.
+  const std::string path = options_.save_params_path +
+                           (mesh.size("pp") > 1 ? ".pp" + std::to_string(mesh.coord(comm_.rank(), "pp")) : "");
+  const std::vector<char> bytes = torch::pickle_save(dict);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw core::UserError("--save-params: cannot write " + path);
 }
 
 TrainResult Trainer::run() {
@@ -95,9 +116,14 @@ TrainResult Trainer::run() {
   auto pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
   serial = nullptr;
 
-  FlatAdamW optimizer(*pm->flat, p.weight_decay);
-  Group& dp = comm_.axis("dp");
+  std::vector<std::unique_ptr<FlatAdamW>> optimizers;
+  for (auto& chunk : pm->chunks) optimizers.push_back(std::make_unique<FlatAdamW>(*chunk.flat, p.weight_decay));
   const int m = p.microbatches();
+  const int64_t tokens = (p.model.img_size / p.model.patch_size) * (p.model.img_size / p.model.patch_size) + 1;
+  PipelineRunner runner(core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), m,
+                                            static_cast<int>(pm->chunks.size())),
+                        *pm, comm_, tokens, p.model.hidden_dim);
+  Group& dp = comm_.axis("dp");
   BatchSampler sampler(train.count, p.batch_size, p.seed);
   const long per_epoch = sampler.batches_per_epoch();
   if (per_epoch == 0)
@@ -112,9 +138,11 @@ TrainResult Trainer::run() {
     if (!metrics) throw core::UserError("--metrics: cannot write " + options_.metrics_path);
   }
   if (is_logger_)
-    std::printf("training %s on %s: %ld samples, %ld steps/epoch, global batch %d = micro %d x %d microbatches x dp %d\n",
-                p.model.kind.c_str(), p.mesh().shape_string().c_str(), static_cast<long>(train.count), per_epoch,
-                p.batch_size, p.micro_batch_size(), m, p.dp());
+    std::printf("training %s on %s (%s, %s): %ld samples, %ld steps/epoch, global batch %d = micro %d x %d "
+                "microbatches x dp %d\n",
+                p.model.kind.c_str(), p.mesh().shape_string().c_str(), p.strategy().c_str(),
+                core::schedule_kind_name(p.schedule_kind()), static_cast<long>(train.count), per_epoch, p.batch_size,
+                p.micro_batch_size(), m, p.dp());
   if (is_logger_ && options_.evaluate)
     std::printf("\n| Epoch | Train Loss | Train Acc | Val Loss | Val Acc |\n|-------|------------|-----------|----------|---------|\n");
   std::fflush(stdout);
@@ -128,30 +156,27 @@ TrainResult Trainer::run() {
   for (int epoch = 0; epoch < epochs && step < total_steps; ++epoch) {
     Progress progress("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
                       std::min(per_epoch, total_steps - step), is_logger_ && options_.progress);
-    torch::Tensor epoch_stats = torch::zeros({3}, stats_options());  // loss sum, correct, samples (local)
+    torch::Tensor epoch_stats = torch::zeros({3}, stats_options());  // loss x samples, correct, samples (dp shard)
     for (long k = 0; k < per_epoch && step < total_steps; ++k, ++step) {
       const double lr = learning_rate_at(step, total_steps, p.warmup_steps, p.learning_rate);
-      pm->flat->zero_grad();
-      torch::Tensor step_loss = torch::zeros({1}, stats_options());
+      for (auto& chunk : pm->chunks) chunk.flat->zero_grad();
+      std::vector<torch::Tensor> inputs, labels;
       for (int j = 0; j < m; ++j) {
-        auto [images, labels] =
-            make_batch(train, sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), norm, device_);
-        torch::Tensor logits = pm->model->forward(images);
-        torch::Tensor loss = torch::nn::functional::cross_entropy(logits, labels);
-        if (pm->dp) pm->dp->sync_next_backward(j == m - 1);
-        (loss / m).backward();
-        step_loss += loss.detach().to(torch::kFloat64) / m;
-        epoch_stats[0] += loss.detach() * labels.size(0);
-        epoch_stats[1] += logits.argmax(1).eq(labels).sum();
-        epoch_stats[2] += static_cast<double>(labels.size(0));
+        auto [x, y] = make_batch(train, sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), norm, device_);
+        inputs.push_back(x);
+        labels.push_back(y);
       }
-      if (pm->dp) pm->dp->finish();
+      const StepStats s = runner.train_step(inputs, labels);
       const double grad_norm = clip_gradients(*pm);
-      optimizer.step(lr);
+      for (auto& opt : optimizers) opt->step(lr);
 
       // The loss of the global batch: the mean over dp replicas.
+      torch::Tensor step_loss = torch::full({1}, s.loss, stats_options());
       comm_.all_reduce_sum(dp, step_loss);
       const double global_loss = step_loss.item<double>() / dp.size();
+      epoch_stats[0] += s.loss * s.samples;
+      epoch_stats[1] += s.correct;
+      epoch_stats[2] += s.samples;
       samples_done += p.batch_size;
       const double rate = samples_done / std::max(1e-9, seconds_since(train_start));
       result.final_train_loss = global_loss;
@@ -159,9 +184,14 @@ TrainResult Trainer::run() {
         char line[256];
         std::snprintf(line, sizeof(line),
                       "{\"step\": %ld, \"epoch\": %d, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
-                      "\"samples_per_s\": %.6g}\n",
+                      "\"samples_per_s\": %.6g, \"mb_losses\": [",
                       step + 1, epoch + 1, global_loss, lr, grad_norm, rate);
-        metrics << line << std::flush;
+        metrics << line;
+        for (size_t j = 0; j < s.mb_losses.size(); ++j) {
+          std::snprintf(line, sizeof(line), "%s%.9g", j ? ", " : "", s.mb_losses[j]);
+          metrics << line;
+        }
+        metrics << "]}\n" << std::flush;
       }
       char note[64];
       std::snprintf(note, sizeof(note), "loss %.4f", global_loss);
@@ -171,7 +201,7 @@ TrainResult Trainer::run() {
     const double train_loss = epoch_stats[0].item<double>() / epoch_stats[2].item<double>();
     const double train_acc = epoch_stats[1].item<double>() / epoch_stats[2].item<double>();
     if (options_.evaluate) {
-      const Evaluation ev = evaluate(*pm, val, norm);
+      const Evaluation ev = evaluate(runner, *pm, val, norm);
       result.final_val_loss = ev.loss;
       result.final_val_accuracy = ev.accuracy;
       if (is_logger_) {
@@ -192,17 +222,7 @@ TrainResult Trainer::run() {
   result.wall_s = seconds_since(t0);
   result.samples_per_s = samples_done / std::max(1e-9, seconds_since(train_start));
 
-  if (!options_.save_params_path.empty()) {
-    SerialState state = gather_serial_state(*pm->model, pm->tp);
-    if (comm_.mesh().coord(comm_.rank(), "dp") == 0 && comm_.mesh().coord(comm_.rank(), "tp") == 0) {
-      c10::Dict<std::string, torch::Tensor> dict;
-      for (auto& [name, t] : state) dict.insert(name, t);
-      const std::vector<char> bytes = torch::pickle_save(dict);
-      std::ofstream out(options_.save_params_path, std::ios::binary | std::ios::trunc);
-      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      if (!out) throw core::UserError("--save-params: cannot write " + options_.save_params_path);
-    }
-  }
+  if (!options_.save_params_path.empty()) save_params(*pm);
   if (is_logger_)
     std::printf("done: %ld steps in %.1f s, %.1f samples/s, final train loss %.4f\n", result.steps, result.wall_s,
                 result.samples_per_s, result.final_train_loss);

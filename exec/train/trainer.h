@@ -10,6 +10,7 @@
 #include "core/plan.h"
 #include "exec/comm/communicator.h"
 #include "exec/data/image_batches.h"
+#include "exec/pp/pipeline_runner.h"
 #include "exec/train/strategy.h"
 
 namespace quintnet::exec {
@@ -17,7 +18,7 @@ namespace quintnet::exec {
 struct TrainOptions {
   long max_steps = 0;           // 0 = the plan's epochs
   std::string metrics_path;     // JSONL, one object per optimizer step (rank 0 writes)
-  std::string save_params_path;  // the final serial parameters (torch pickle), for checks
+  std::string save_params_path;  // the final serial parameters (torch pickle; one file per pp rank: PATH.ppR)
   bool evaluate = true;
   bool progress = true;
 };
@@ -39,8 +40,9 @@ class Trainer {
   struct Evaluation {
     double loss, accuracy;
   };
-  Evaluation evaluate(ParallelModel& pm, const ImageDataset& val, const Normalisation& norm);
+  Evaluation evaluate(PipelineRunner& runner, ParallelModel& pm, const ImageDataset& val, const Normalisation& norm);
   double clip_gradients(ParallelModel& pm);
+  void save_params(ParallelModel& pm);
 
   // Statistics (losses, counts) live on the device so NCCL can reduce them.
   torch::TensorOptions stats_options() const { return torch::TensorOptions().dtype(torch::kFloat64).device(device_); }

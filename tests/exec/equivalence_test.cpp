@@ -1,11 +1,15 @@
-// DP=2, TP=2 and DP×TP=2×2 ViT training against the serial run: the same initial
-// weights and data, per-step losses within 1e-5 relative over 10 steps, the same
-// parameters after them.  Ranks are real processes started by quintnet-launch.
+// Parallel ViT training against the serial run: the same initial weights and data,
+// per-step losses within 1e-5 relative over 10 steps (per-microbatch losses too when
+// dp = 1), the same parameters after them.  DP=2, TP=2, DP×TP=2×2, PP=2 with AFAB,
+// 1F1B and ZB-H1, PP=4 1F1B, interleaved (pp 2, v 2) and the full 2×2×2 3D mesh.
+// Ranks are real processes started by quintnet-launch.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <fstream>
 #include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "exec_test_util.h"
 
@@ -17,14 +21,25 @@ using quintnet::testing_util::write_file;
 
 struct Outcome {
   std::vector<double> losses;
+  std::vector<std::vector<double>> mb_losses;  // per step
   std::map<std::string, torch::Tensor> params;
 };
 
-Outcome train(const std::string& name, const std::string& mesh, int nproc) {
-  const std::string config = write_file(name + ".yaml",
-                                        "batch_size: 32\ngrad_acc_steps: 2\nlearning_rate: 1e-4\nmax_grad_norm: 1.0\n"
-                                        "img_size: 28\npatch_size: 4\nhidden_dim: 64\nn_heads: 4\ndepth: 8\n"
-                                        "mesh_dim: " + mesh + "\nmesh_name: ['dp', 'tp', 'pp']\n");
+void load_params(const std::string& path, std::map<std::string, torch::Tensor>& into) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  if (!bytes.empty())
+    for (const auto& kv : torch::pickle_load(bytes).toGenericDict())
+      into[kv.key().toStringRef()] = kv.value().toTensor();
+}
+
+Outcome train(const std::string& name, const std::string& mesh, int nproc, int microbatches = 2,
+              const std::string& schedule = "1f1b", int chunks = 1) {
+  const std::string config = write_file(
+      name + ".yaml", "batch_size: 32\ngrad_acc_steps: " + std::to_string(microbatches) +
+                          "\nlearning_rate: 1e-4\nmax_grad_norm: 1.0\nimg_size: 28\npatch_size: 4\nhidden_dim: 64\n"
+                          "n_heads: 4\ndepth: 8\nmesh_dim: " + mesh + "\nmesh_name: ['dp', 'tp', 'pp']\nschedule: " +
+                          schedule + "\nvirtual_stages: " + std::to_string(chunks) + "\n");
   const std::string dir = ::testing::TempDir() + "/";
   const std::string cmd = bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
                           " --config " + config + " --max-steps 10 --no-eval --quiet --threads 1 --metrics " + dir +
@@ -34,23 +49,30 @@ Outcome train(const std::string& name, const std::string& mesh, int nproc) {
   Outcome o;
   std::ifstream metrics(dir + name + ".jsonl");
   for (std::string line; std::getline(metrics, line);) {
-    auto key = line.find("\"loss\": ");
-    o.losses.push_back(std::stod(line.substr(key + 8)));
+    auto j = nlohmann::json::parse(line);
+    o.losses.push_back(j["loss"].get<double>());
+    o.mb_losses.push_back(j["mb_losses"].get<std::vector<double>>());
   }
-  std::ifstream in(dir + name + ".pt", std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
-  if (!bytes.empty())
-    for (const auto& kv : torch::pickle_load(bytes).toGenericDict())
-      o.params[kv.key().toStringRef()] = kv.value().toTensor();
+  // One parameter file, or one per pipeline rank.
+  load_params(dir + name + ".pt", o.params);
+  for (int r = 0; r < 8; ++r) load_params(dir + name + ".pt.pp" + std::to_string(r), o.params);
   return o;
 }
 
-void expect_equivalent(const Outcome& serial, const Outcome& parallel, const std::string& what) {
+void expect_equivalent(const Outcome& serial, const Outcome& parallel, const std::string& what,
+                       bool same_microbatches = false) {
   ASSERT_EQ(serial.losses.size(), 10u);
   ASSERT_EQ(parallel.losses.size(), 10u) << what;
-  for (size_t i = 0; i < serial.losses.size(); ++i)
+  for (size_t i = 0; i < serial.losses.size(); ++i) {
     EXPECT_NEAR(parallel.losses[i], serial.losses[i], 1e-5 * std::abs(serial.losses[i]))
         << what << " step " << i + 1;
+    if (same_microbatches) {  // dp = 1: microbatch j holds the same samples as the serial run's
+      ASSERT_EQ(parallel.mb_losses[i].size(), serial.mb_losses[i].size()) << what;
+      for (size_t j = 0; j < serial.mb_losses[i].size(); ++j)
+        EXPECT_NEAR(parallel.mb_losses[i][j], serial.mb_losses[i][j], 1e-5 * serial.mb_losses[i][j])
+            << what << " step " << i + 1 << " microbatch " << j;
+    }
+  }
   ASSERT_EQ(parallel.params.size(), serial.params.size()) << what;
   double worst = 0;
   for (const auto& [name, t] : serial.params) {
@@ -64,11 +86,19 @@ void expect_equivalent(const Outcome& serial, const Outcome& parallel, const std
 
 class Equivalence : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { serial_ = new Outcome(train("serial", "[1, 1, 1]", 1)); }
-  static void TearDownTestSuite() { delete serial_; }
-  static Outcome* serial_;
+  static void SetUpTestSuite() {
+    serial_ = new Outcome(train("serial", "[1, 1, 1]", 1));
+    serial4_ = new Outcome(train("serial_m4", "[1, 1, 1]", 1, 4));
+  }
+  static void TearDownTestSuite() {
+    delete serial_;
+    delete serial4_;
+  }
+  static Outcome* serial_;   // 2 microbatches
+  static Outcome* serial4_;  // 4 microbatches
 };
 Outcome* Equivalence::serial_ = nullptr;
+Outcome* Equivalence::serial4_ = nullptr;
 
 TEST_F(Equivalence, SerialLossFalls) {
   ASSERT_EQ(serial_->losses.size(), 10u);
@@ -81,6 +111,30 @@ TEST_F(Equivalence, TensorParallel2MatchesSerial) { expect_equivalent(*serial_, 
 
 TEST_F(Equivalence, DataTimesTensorParallel2x2MatchesSerial) {
   expect_equivalent(*serial_, train("dp2tp2", "[2, 2, 1]", 4), "dp=2 x tp=2");
+}
+
+TEST_F(Equivalence, Pipeline2AfabMatchesSerial) {
+  expect_equivalent(*serial4_, train("pp2_afab", "[1, 1, 2]", 2, 4, "afab"), "pp=2 afab", true);
+}
+
+TEST_F(Equivalence, Pipeline2OneFOneBMatchesSerial) {
+  expect_equivalent(*serial4_, train("pp2_1f1b", "[1, 1, 2]", 2, 4, "1f1b"), "pp=2 1f1b", true);
+}
+
+TEST_F(Equivalence, Pipeline2ZeroBubbleMatchesSerial) {
+  expect_equivalent(*serial4_, train("pp2_zb", "[1, 1, 2]", 2, 4, "zb-h1"), "pp=2 zb-h1", true);
+}
+
+TEST_F(Equivalence, Pipeline4OneFOneBMatchesSerial) {
+  expect_equivalent(*serial4_, train("pp4_1f1b", "[1, 1, 4]", 4, 4, "1f1b"), "pp=4 1f1b", true);
+}
+
+TEST_F(Equivalence, InterleavedPipeline2x2ChunksMatchesSerial) {
+  expect_equivalent(*serial4_, train("pp2_v2", "[1, 1, 2]", 2, 4, "interleaved", 2), "interleaved pp=2 v=2", true);
+}
+
+TEST_F(Equivalence, Full3D2x2x2MatchesSerial) {
+  expect_equivalent(*serial_, train("dp2tp2pp2", "[2, 2, 2]", 8), "dp=2 x tp=2 x pp=2");
 }
 
 }  // namespace

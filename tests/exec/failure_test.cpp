@@ -35,11 +35,14 @@ TEST(Failures, MissingDatasetNamesThePathAndHowToGetIt) {
   EXPECT_NE(r.err.find("scripts/setup.sh"), std::string::npos) << r.err;
 }
 
-TEST(Failures, PipelineStrategyIsRefusedClearly) {
-  const std::string config = write_file("pp2.yaml", plan("mesh_dim: [1, 1, 2]\n"));
+TEST(Failures, WrongScheduleForTheMeshExits2) {
+  // The interleaved schedule needs at least pp microbatches.
+  const std::string config = write_file(
+      "pp2.yaml", "batch_size: 32\ngrad_acc_steps: 1\ndepth: 4\nhidden_dim: 32\nn_heads: 2\nmesh_dim: [1, 1, 2]\n"
+                  "schedule: interleaved\nvirtual_stages: 2\n");
   auto r = run_command(bin("quintnet-launch") + " --nproc 2 -- " + bin("quintnet-train") + " --config " + config);
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("pipeline"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fewer than the 2 pipeline stages"), std::string::npos) << r.err;
 }
 
 TEST(Failures, KilledRankStopsTheJobWithinAMinuteNamingIt) {
