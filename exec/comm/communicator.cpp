@@ -143,6 +143,20 @@ void Communicator::recv(Group& g, torch::Tensor& t, int peer, int tag) {
   wait(*work, "receive from rank " + std::to_string(g.ranks[peer]));
 }
 
+std::vector<std::string> Communicator::gather_strings(const std::string& mine) {
+  if (world_size() == 1) return {mine};
+  const std::string prefix = "gather/" + std::to_string(gathers_++) + "/";
+  store_->set(prefix + std::to_string(rank()), std::vector<uint8_t>(mine.begin(), mine.end()));
+  std::vector<std::string> out;
+  if (rank() == 0)
+    for (int r = 0; r < world_size(); ++r) {
+      const std::vector<uint8_t> v = store_->get(prefix + std::to_string(r));
+      out.emplace_back(v.begin(), v.end());
+    }
+  barrier(world_);  // nobody leaves before rank 0 has read everything
+  return out;
+}
+
 void Communicator::barrier(Group& g) {
   if (!g.backend) return;
   // An all-reduce of one element: works the same on Gloo and NCCL.

@@ -37,6 +37,8 @@ struct Group {
   int size() const { return static_cast<int>(ranks.size()); }
 };
 
+class TraceRecorder;
+
 class Communicator {
  public:
   // Rendezvous with every rank of `env` and build the groups of `mesh` (whose world
@@ -50,6 +52,9 @@ class Communicator {
   int world_size() const { return env_.world_size; }
 
   Group& world() { return world_; }
+  // The recorder of this rank's trace (null when not tracing); collectives report to it.
+  TraceRecorder* tracer() const { return tracer_; }
+  void set_tracer(TraceRecorder* tracer) { tracer_ = tracer; }
   Group& axis(const std::string& name);                 // "tp", "dp" or "pp"
   Group& axes(const std::vector<std::string>& names);  // e.g. {"tp", "pp"}
 
@@ -64,6 +69,9 @@ class Communicator {
   c10::intrusive_ptr<c10d::Work> send_async(Group& g, torch::Tensor& t, int peer, int tag);
   void recv(Group& g, torch::Tensor& t, int peer, int tag);
   void wait(c10d::Work& work, const std::string& what);
+  // Every rank passes a string; rank 0 gets all of them in rank order (others: empty).
+  // Goes through the rendezvous store: for end-of-run data such as traces.
+  std::vector<std::string> gather_strings(const std::string& mine);
 
  private:
   void connect_store();  // rendezvous; a single process needs none
@@ -76,6 +84,8 @@ class Communicator {
   c10::intrusive_ptr<c10d::Store> store_;
   Group world_;
   std::map<std::string, Group> groups_;
+  int gathers_ = 0;  // distinct store keys per gather
+  TraceRecorder* tracer_ = nullptr;
 };
 
 }  // namespace quintnet::exec

@@ -1,6 +1,8 @@
 #include "exec/pp/pipeline_runner.h"
 
 #include "core/error.h"
+#include "core/schedule_trace.h"
+#include "exec/trace/trace_recorder.h"
 
 namespace quintnet::exec {
 
@@ -97,9 +99,13 @@ StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, c
   torch::Tensor stats = torch::zeros({3 + schedule_.microbatches}, options);  // loss, correct, samples, per-mb losses
   const int64_t micro = inputs.front().size(0);
   const auto& actions = schedule_.ranks[pp_rank_];
+  TraceRecorder* tracer = comm_.tracer();
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     const int stage = schedule_.stage(pp_rank_, a.chunk);
+    const auto start = TraceRecorder::Clock::now();
+    int message_tag = -1;
+    std::int64_t bytes = 0;
     switch (a.kind) {
       case ActionKind::Forward:
         forward(a.mb, a.chunk, inputs, labels, stats);
@@ -114,7 +120,9 @@ StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, c
         const bool grad = a.kind == ActionKind::SendGrad;
         Slot& slot = slots_[{a.mb, a.chunk}];
         torch::Tensor t = (grad ? slot.input_grad : slot.output).detach().contiguous();
-        pending_sends_.emplace_back(comm_.send_async(pp_, t, a.peer, tag(grad, a.mb, stage + (grad ? -1 : 1))), t);
+        message_tag = tag(grad, a.mb, stage + (grad ? -1 : 1));
+        bytes = t.numel() * t.element_size();
+        pending_sends_.emplace_back(comm_.send_async(pp_, t, a.peer, message_tag), t);
         if (grad) slot.input_grad = torch::Tensor();
         break;
       }
@@ -122,7 +130,9 @@ StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, c
       case ActionKind::RecvGrad: {
         const bool grad = a.kind == ActionKind::RecvGrad;
         torch::Tensor t = torch::empty({micro, tokens_, hidden_}, inputs.front().options().dtype(torch::kFloat32));
-        comm_.recv(pp_, t, a.peer, tag(grad, a.mb, stage));
+        message_tag = tag(grad, a.mb, stage);
+        bytes = t.numel() * t.element_size();
+        comm_.recv(pp_, t, a.peer, message_tag);
         Slot& slot = slots_[{a.mb, a.chunk}];
         if (grad)
           slot.grad_output = t;
@@ -131,10 +141,29 @@ StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, c
         break;
       }
       case ActionKind::GradSync:
-        if (model_.chunks[a.chunk].dp) model_.chunks[a.chunk].dp->finish();
+        if (model_.chunks[a.chunk].dp) {
+          model_.chunks[a.chunk].dp->finish();
+          if (tracer)
+            for (const auto& l : model_.chunks[a.chunk].dp->last_step_launches())
+              tracer->event(core::Lane::DpCollective, "allreduce", "dp bucket " + std::to_string(l.bucket), l.start,
+                            l.end, -1, a.chunk, l.bytes);
+        }
         break;
       case ActionKind::OptimizerStep:
         break;
+    }
+    if (tracer && tracer->active() && a.kind != ActionKind::OptimizerStep) {
+      const auto end = TraceRecorder::Clock::now();
+      const int peer = a.peer >= 0 ? pp_.ranks[a.peer] : -1;
+      const core::Lane lane = core::is_p2p(a.kind) ? core::Lane::P2P
+                              : a.kind == ActionKind::GradSync ? core::Lane::DpCollective
+                                                                : core::Lane::Compute;
+      const std::string name = core::is_p2p(a.kind) || a.kind == ActionKind::GradSync
+                                   ? core::to_string(a)
+                                   : std::string(core::action_name(a.kind)) + std::to_string(a.mb);
+      tracer->event(lane, core::trace_kind(a.kind), name, start, end, a.mb, a.chunk, bytes, peer);
+      if (a.kind == ActionKind::SendAct || a.kind == ActionKind::SendGrad) tracer->send(message_tag, peer, start);
+      if (a.kind == ActionKind::RecvAct || a.kind == ActionKind::RecvGrad) tracer->recv(message_tag, peer, end);
     }
   }
   for (auto& [work, tensor] : pending_sends_) comm_.wait(*work, "pipeline send");

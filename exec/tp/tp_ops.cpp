@@ -1,5 +1,7 @@
 #include "exec/tp/tp_ops.h"
 
+#include "exec/trace/trace_recorder.h"
+
 namespace quintnet::exec {
 namespace {
 
@@ -15,7 +17,11 @@ const TpContext& unpack(AutogradContext* ctx) {
 
 torch::Tensor all_reduce(const torch::Tensor& x, const TpContext& tp) {
   torch::Tensor out = x.contiguous().clone();
+  const auto start = TraceRecorder::Clock::now();
   tp.comm->all_reduce_sum(*tp.group, out);
+  if (TraceRecorder* t = tp.comm->tracer())
+    t->event(core::Lane::TpCollective, "allreduce", "tp all-reduce", start, TraceRecorder::Clock::now(), -1, -1,
+             out.numel() * out.element_size());
   return out;
 }
 

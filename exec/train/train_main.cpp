@@ -26,6 +26,8 @@ const std::vector<OptionSpec> kOptions = {
     {"epochs", "N", "override num_epochs"},
     {"metrics", "FILE", "write one JSON line per optimizer step (step, loss, lr, samples_per_s)"},
     {"save-params", "FILE", "write the final parameters in serial layout (torch pickle)"},
+    {"trace", "FILE", "write a Chrome/Perfetto trace of a few steps (all ranks, merged)"},
+    {"trace-steps", "N", "steps to trace, from the second step on [3]"},
     {"no-eval", "", "skip the evaluation at the end of each epoch"},
     {"quiet", "", "no progress line"},
     {"threads", "N", "intra-op threads per rank [cores / local ranks]"},
@@ -55,6 +57,8 @@ int train(int argc, char** argv) {
   options.max_steps = args.get_int("max-steps", 0, 0, 1 << 30);
   options.metrics_path = args.get("metrics", "");
   options.save_params_path = args.get("save-params", "");
+  options.trace_path = args.get("trace", "");
+  options.trace_steps = args.get_int("trace-steps", 3, 1, 1000);
   options.evaluate = !args.flag("no-eval");
   options.progress = !args.flag("quiet");
 

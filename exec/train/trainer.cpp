@@ -9,6 +9,8 @@
 #include "exec/data/batch_sampler.h"
 #include "exec/data/image_batches.h"
 #include "core/schedule_generators.h"
+#include "core/trace_analysis.h"
+#include "exec/trace/trace_recorder.h"
 #include "exec/train/lr_schedule.h"
 #include "exec/train/progress.h"
 
@@ -124,6 +126,15 @@ TrainResult Trainer::run() {
                                             static_cast<int>(pm->chunks.size())),
                         *pm, comm_, tokens, p.model.hidden_dim);
   Group& dp = comm_.axis("dp");
+  // Tracing: clocks start together after a barrier; steps [first, first + n) are recorded.
+  std::unique_ptr<TraceRecorder> tracer;
+  long trace_first = 0;
+  if (!options_.trace_path.empty()) {
+    tracer = std::make_unique<TraceRecorder>(comm_.mesh(), comm_.rank());
+    comm_.set_tracer(tracer.get());
+    comm_.barrier(comm_.world());
+    tracer->set_origin(TraceRecorder::Clock::now());
+  }
   BatchSampler sampler(train.count, p.batch_size, p.seed);
   const long per_epoch = sampler.batches_per_epoch();
   if (per_epoch == 0)
@@ -131,6 +142,7 @@ TrainResult Trainer::run() {
                           std::to_string(train.count) + " training samples");
   const long total_steps = options_.max_steps > 0 ? options_.max_steps : per_epoch * p.num_epochs;
   const int epochs = static_cast<int>((total_steps + per_epoch - 1) / per_epoch);
+  if (tracer) trace_first = total_steps > 1 ? 1 : 0;
 
   std::ofstream metrics;
   if (is_logger_ && !options_.metrics_path.empty()) {
@@ -159,6 +171,7 @@ TrainResult Trainer::run() {
     torch::Tensor epoch_stats = torch::zeros({3}, stats_options());  // loss x samples, correct, samples (dp shard)
     for (long k = 0; k < per_epoch && step < total_steps; ++k, ++step) {
       const double lr = learning_rate_at(step, total_steps, p.warmup_steps, p.learning_rate);
+      if (tracer) tracer->set_step(static_cast<int>(step), step >= trace_first && step < trace_first + options_.trace_steps);
       for (auto& chunk : pm->chunks) chunk.flat->zero_grad();
       std::vector<torch::Tensor> inputs, labels;
       for (int j = 0; j < m; ++j) {
@@ -167,8 +180,11 @@ TrainResult Trainer::run() {
         labels.push_back(y);
       }
       const StepStats s = runner.train_step(inputs, labels);
+      const auto optimizer_start = TraceRecorder::Clock::now();
       const double grad_norm = clip_gradients(*pm);
       for (auto& opt : optimizers) opt->step(lr);
+      if (tracer)
+        tracer->event(core::Lane::Compute, "optimizer", "OPTIMIZER_STEP", optimizer_start, TraceRecorder::Clock::now());
 
       // The loss of the global batch: the mean over dp replicas.
       torch::Tensor step_loss = torch::full({1}, s.loss, stats_options());
@@ -223,6 +239,25 @@ TrainResult Trainer::run() {
   result.samples_per_s = samples_done / std::max(1e-9, seconds_since(train_start));
 
   if (!options_.save_params_path.empty()) save_params(*pm);
+  if (tracer) {
+    tracer->set_step(0, false);
+    comm_.set_tracer(nullptr);
+    const nlohmann::json platform = {{"host", "cpu"}, {"world_size", comm_.world_size()},
+                                     {"threads_per_rank", torch::get_num_threads()}, {"device", p.device_type}};
+    const core::Trace t = tracer->merge_and_write(comm_, options_.trace_path, p.to_json(), platform);
+    if (is_logger_) {
+      // What core's schedule statistics predict from the op costs this run measured.
+      const core::Schedule s = core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), m,
+                                                   static_cast<int>(pm->chunks.size()));
+      core::OpCosts costs = core::median_op_costs(t, s.chunks);
+      const double predicted = core::simulate_schedule(s, costs).bubble_fraction;
+      std::printf("trace: %s (%zu events, steps %ld-%ld); bubble fraction measured %.4f, predicted from measured op "
+                  "costs %.4f\n",
+                  options_.trace_path.c_str(), t.events.size(), trace_first + 1,
+                  std::min(total_steps, trace_first + options_.trace_steps), core::measured_bubble_fraction(t) ,
+                  predicted);
+    }
+  }
   if (is_logger_)
     std::printf("done: %ld steps in %.1f s, %.1f samples/s, final train loss %.4f\n", result.steps, result.wall_s,
                 result.samples_per_s, result.final_train_loss);

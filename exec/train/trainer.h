@@ -19,6 +19,8 @@ struct TrainOptions {
   long max_steps = 0;           // 0 = the plan's epochs
   std::string metrics_path;     // JSONL, one object per optimizer step (rank 0 writes)
   std::string save_params_path;  // the final serial parameters (torch pickle; one file per pp rank: PATH.ppR)
+  std::string trace_path;  // merged Chrome trace of the traced steps (rank 0 writes)
+  int trace_steps = 3;     // steps traced, from the second step on (the first warms up)
   bool evaluate = true;
   bool progress = true;
 };

@@ -1,0 +1,83 @@
+#include "exec/trace/trace_recorder.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "core/trace_analysis.h"
+#include "exec/comm/communicator.h"
+
+namespace quintnet::exec {
+
+TraceRecorder::TraceRecorder(const core::Mesh& mesh, int rank) : mesh_(mesh), rank_(rank) {}
+
+void TraceRecorder::event(core::Lane lane, const std::string& kind, const std::string& name, Clock::time_point start,
+                          Clock::time_point end, int mb, int chunk, std::int64_t bytes, int peer) {
+  if (!active_) return;
+  core::TraceEvent e;
+  e.name = name;
+  e.kind = kind;
+  e.rank = rank_;
+  e.lane = lane;
+  e.ts_us = us(start);
+  e.dur_us = std::max(0.0, us(end) - us(start));
+  e.step = step_;
+  e.mb = mb;
+  e.chunk = chunk;
+  e.bytes = bytes;
+  e.peer = peer;
+  events_.push_back(std::move(e));
+}
+
+void TraceRecorder::send(int tag, int to_rank, Clock::time_point at) {
+  if (active_) sends_.push_back({step_, tag, to_rank, us(at)});
+}
+
+void TraceRecorder::recv(int tag, int from_rank, Clock::time_point at) {
+  if (active_) recvs_.push_back({step_, tag, from_rank, us(at)});
+}
+
+core::Trace TraceRecorder::merge_and_write(Communicator& comm, const std::string& path, const nlohmann::json& plan,
+                                           const nlohmann::json& platform) {
+  // This rank's part as JSON: events in the trace format, message endpoints aside.
+  core::Trace mine;
+  mine.ranks.resize(static_cast<size_t>(mesh_.world_size()));
+  mine.events = events_;
+  nlohmann::json part = core::trace_to_json(mine);
+  auto endpoints = [](const std::vector<Endpoint>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& e : list) out.push_back({e.step, e.tag, e.peer, e.ts});
+    return out;
+  };
+  part["sends"] = endpoints(sends_);
+  part["recvs"] = endpoints(recvs_);
+  const std::vector<std::string> parts = comm.gather_strings(part.dump());
+  if (rank_ != 0) return {};
+
+  core::Trace merged;
+  merged.source = "exec";
+  merged.plan = plan;
+  merged.platform = platform;
+  for (int r = 0; r < mesh_.world_size(); ++r)
+    merged.ranks.push_back({mesh_.coord(r, "dp"), mesh_.coord(r, "tp"), mesh_.coord(r, "pp")});
+  std::map<std::tuple<int, int, int, int>, double> send_at;  // (step, tag, from, to) -> ts
+  std::vector<std::tuple<int, int, int, int, double>> recv_at;
+  for (int r = 0; r < static_cast<int>(parts.size()); ++r) {
+    const nlohmann::json j = nlohmann::json::parse(parts[r]);
+    core::Trace t = core::trace_from_json(j, "rank " + std::to_string(r));
+    for (auto& e : t.events) merged.events.push_back(std::move(e));
+    for (const auto& s : j["sends"]) send_at[{s[0], s[1], r, s[2]}] = s[3];
+    for (const auto& v : j["recvs"]) recv_at.emplace_back(v[0], v[1], v[2], r, v[3]);
+  }
+  std::uint64_t id = 1;
+  for (const auto& [step, tag, from, to, ts] : recv_at) {
+    auto it = send_at.find({step, tag, from, to});
+    if (it == send_at.end()) continue;
+    merged.flows.push_back({id++, from, core::Lane::P2P, it->second, to, core::Lane::P2P, std::max(ts, it->second)});
+  }
+  merged.summary = {{"measured_bubble_fraction", core::measured_bubble_fraction(merged)}};
+  core::write_trace(merged, path);
+  return merged;
+}
+
+}  // namespace quintnet::exec
