@@ -6,31 +6,14 @@
 #include <cstdio>
 #include <fstream>
 
+#include "common/run_command.h"
 #include "core/trace.h"
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using quintnet::testing_util::CommandResult;
 
-Result run(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "/cli_stderr.txt";
-  const std::string cmd = std::string(QN_BIN_DIR) + "/quintnet " + args + " 2>" + err_path;
-  Result r{-1, "", ""};
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(in), {});
-  return r;
-}
+CommandResult run(const std::string& args) { return quintnet::testing_util::run_command(std::string(QN_BIN_DIR) + "/quintnet " + args); }
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = testing::TempDir() + "/" + name;
@@ -41,7 +24,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 }  // namespace
 
 TEST(Cli, Schedule1F1BPp4M8ReportsBubble3Over11) {
-  Result r = run("schedule --schedule 1f1b --pp 4 --microbatches 8 --json");
+  CommandResult r = run("schedule --schedule 1f1b --pp 4 --microbatches 8 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_NEAR(j["bubble_fraction"].get<double>(), 3.0 / 11.0, 1e-9);
@@ -50,7 +33,7 @@ TEST(Cli, Schedule1F1BPp4M8ReportsBubble3Over11) {
 }
 
 TEST(Cli, ScheduleTextShowsTheTimelineAndTheRoundedBubble) {
-  Result r = run("schedule --schedule 1f1b --pp 4 --microbatches 8 --no-color");
+  CommandResult r = run("schedule --schedule 1f1b --pp 4 --microbatches 8 --no-color");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("bubble fraction : 0.2727"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank 3 |......F0B0==F1B1"), std::string::npos) << r.out;
@@ -58,7 +41,7 @@ TEST(Cli, ScheduleTextShowsTheTimelineAndTheRoundedBubble) {
 
 TEST(Cli, ScheduleTraceIsReadable) {
   const std::string path = testing::TempDir() + "/schedule_trace.json";
-  Result r = run("schedule --schedule zb-h1 --pp 4 --microbatches 8 --trace " + path + " --json");
+  CommandResult r = run("schedule --schedule zb-h1 --pp 4 --microbatches 8 --trace " + path + " --json");
   ASSERT_EQ(r.code, 0) << r.err;
   quintnet::core::Trace t = quintnet::core::read_trace(path);
   EXPECT_EQ(t.num_ranks(), 4);
@@ -69,14 +52,14 @@ TEST(Cli, ScheduleTraceIsReadable) {
 TEST(Cli, BadArgumentsExit2WithOneLine) {
   for (const char* args : {"schedule --pp 0", "schedule --schedule 3f3b", "schedule --bogus",
                            "schedule --costs 1,x", "schedule --schedule 1f1b --chunks 2", "frobnicate"}) {
-    Result r = run(args);
+    CommandResult r = run(args);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
   }
 }
 
 TEST(Cli, CheckConfigAcceptsTheOriginalConfig) {
-  Result r = run(std::string("check-config ") + QN_SOURCE_DIR + "/experiments/configs/original/config.yaml --world-size 8");
+  CommandResult r = run(std::string("check-config ") + QN_SOURCE_DIR + "/experiments/configs/original/config.yaml --world-size 8");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("dp=2 x tp=2 x pp=2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("micro 8 x 2 microbatches x dp 2"), std::string::npos) << r.out;
@@ -97,18 +80,18 @@ TEST(Cli, CheckConfigRejectsBadPlansWithExit2) {
   int i = 0;
   for (const auto& c : cases) {
     const std::string path = write_temp("bad" + std::to_string(i++) + ".yaml", c.text);
-    Result r = run("check-config " + path + " " + c.world);
+    CommandResult r = run("check-config " + path + " " + c.world);
     EXPECT_EQ(r.code, 2) << c.text;
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
-  Result missing = run("check-config /nonexistent/plan.yaml");
+  CommandResult missing = run("check-config /nonexistent/plan.yaml");
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("/nonexistent/plan.yaml"), std::string::npos);
 }
 
 TEST(Cli, FrontDoorListsItsVerbs) {
-  Result r = run("--help");
+  CommandResult r = run("--help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("schedule"), std::string::npos);
   EXPECT_NE(r.out.find("check-config"), std::string::npos);

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "exec_test_util.h"
+#include "common/run_command.h"
 
 using quintnet::testing_util::bin;
 using quintnet::testing_util::run_command;

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "exec_test_util.h"
+#include "common/run_command.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Bad input and failing ranks: one clear message, a non-zero exit, nothing left running.
 #include <gtest/gtest.h>
 
-#include "exec_test_util.h"
+#include "common/run_command.h"
 
 using quintnet::testing_util::bin;
 using quintnet::testing_util::run_command;

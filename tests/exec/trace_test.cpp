@@ -6,7 +6,7 @@
 
 #include "core/trace.h"
 #include "core/trace_analysis.h"
-#include "exec_test_util.h"
+#include "common/run_command.h"
 
 using quintnet::testing_util::bin;
 using quintnet::testing_util::run_command;

@@ -1,7 +1,10 @@
 #pragma once
-// Running QuintNet executables from tests, as a user would.
+// Running QuintNet executables from tests, as a user would: exit code, stdout,
+// stderr and wall time of a shell command.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -11,16 +14,16 @@
 
 namespace quintnet::testing_util {
 
-struct Run {
+struct CommandResult {
   int code = -1;
   std::string out, err;
   double seconds = 0;
 };
 
-inline Run run_command(const std::string& cmd) {
+inline CommandResult run_command(const std::string& cmd) {
   static int counter = 0;
   const std::string err_path = ::testing::TempDir() + "/exec_stderr_" + std::to_string(counter++) + ".txt";
-  Run r;
+  CommandResult r;
   const auto t0 = std::chrono::steady_clock::now();
   FILE* pipe = popen((cmd + " 2>" + err_path).c_str(), "r");
   if (!pipe) return r;
