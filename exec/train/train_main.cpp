@@ -31,7 +31,7 @@ const std::vector<OptionSpec> kOptions = {
     {"no-eval", "", "skip the evaluation at the end of each epoch"},
     {"quiet", "", "no progress line"},
     {"threads", "N", "intra-op threads per rank [cores / local ranks]"},
-    {"timeout", "SECONDS", "communication timeout: a dead or silent peer ends the run [60]"},
+    {"timeout", "SECONDS", "communication timeout: a silent peer ends the run after this long [300]"},
 };
 
 int train(int argc, char** argv) {
@@ -62,7 +62,7 @@ int train(int argc, char** argv) {
   options.evaluate = !args.flag("no-eval");
   options.progress = !args.flag("quiet");
 
-  const auto timeout = std::chrono::seconds(args.get_int("timeout", 60, 1, 86400));
+  const auto timeout = std::chrono::seconds(args.get_int("timeout", 300, 1, 86400));
   try {
     exec::Communicator comm(env, plan.mesh(), plan.device_type, timeout);
     exec::Trainer(plan, comm, options).run();
