@@ -62,7 +62,7 @@ ImageDataset load_idx_dataset(const std::string& folder, const std::string& spli
     throw core::UserError("dataset: " + images_path + " is truncated or has a wrong header (" +
                           std::to_string(images.size()) + " bytes for " + std::to_string(ds.count) + " images of " +
                           std::to_string(ds.rows) + "x" + std::to_string(ds.cols) + ")");
-  if (be32(labels, 4) != ds.count || labels.size() != 8 + ds.count)
+  if (be32(labels, 4) != ds.count || labels.size() != 8 + static_cast<size_t>(ds.count))
     throw core::UserError("dataset: " + labels_path + " has " + std::to_string(be32(labels, 4)) + " labels for " +
                           std::to_string(ds.count) + " images (truncated or mismatched files)");
   ds.pixels.assign(images.begin() + 16, images.end());
