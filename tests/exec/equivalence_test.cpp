@@ -84,57 +84,52 @@ void expect_equivalent(const Outcome& serial, const Outcome& parallel, const std
   EXPECT_LT(worst, 1e-5) << what << ": largest parameter difference after 10 steps";
 }
 
-class Equivalence : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    serial_ = new Outcome(train("serial", "[1, 1, 1]", 1));
-    serial4_ = new Outcome(train("serial_m4", "[1, 1, 1]", 1, 4));
-  }
-  static void TearDownTestSuite() {
-    delete serial_;
-    delete serial4_;
-  }
-  static Outcome* serial_;   // 2 microbatches
-  static Outcome* serial4_;  // 4 microbatches
-};
-Outcome* Equivalence::serial_ = nullptr;
-Outcome* Equivalence::serial4_ = nullptr;
-
-TEST_F(Equivalence, SerialLossFalls) {
-  ASSERT_EQ(serial_->losses.size(), 10u);
-  EXPECT_LT(serial_->losses.back(), serial_->losses.front());
+// The serial reference with m microbatches, trained once per process on first use
+// (ctest runs each test in its own process).
+const Outcome& serial(int microbatches) {
+  static std::map<int, Outcome> cache;
+  auto it = cache.find(microbatches);
+  if (it == cache.end())
+    it = cache.emplace(microbatches, train("serial_m" + std::to_string(microbatches), "[1, 1, 1]", 1, microbatches))
+             .first;
+  return it->second;
 }
 
-TEST_F(Equivalence, DataParallel2MatchesSerial) { expect_equivalent(*serial_, train("dp2", "[2, 1, 1]", 2), "dp=2"); }
-
-TEST_F(Equivalence, TensorParallel2MatchesSerial) { expect_equivalent(*serial_, train("tp2", "[1, 2, 1]", 2), "tp=2"); }
-
-TEST_F(Equivalence, DataTimesTensorParallel2x2MatchesSerial) {
-  expect_equivalent(*serial_, train("dp2tp2", "[2, 2, 1]", 4), "dp=2 x tp=2");
+TEST(Equivalence, SerialLossFalls) {
+  ASSERT_EQ(serial(2).losses.size(), 10u);
+  EXPECT_LT(serial(2).losses.back(), serial(2).losses.front());
 }
 
-TEST_F(Equivalence, Pipeline2AfabMatchesSerial) {
-  expect_equivalent(*serial4_, train("pp2_afab", "[1, 1, 2]", 2, 4, "afab"), "pp=2 afab", true);
+TEST(Equivalence, DataParallel2MatchesSerial) { expect_equivalent(serial(2), train("dp2", "[2, 1, 1]", 2), "dp=2"); }
+
+TEST(Equivalence, TensorParallel2MatchesSerial) { expect_equivalent(serial(2), train("tp2", "[1, 2, 1]", 2), "tp=2"); }
+
+TEST(Equivalence, DataTimesTensorParallel2x2MatchesSerial) {
+  expect_equivalent(serial(2), train("dp2tp2", "[2, 2, 1]", 4), "dp=2 x tp=2");
 }
 
-TEST_F(Equivalence, Pipeline2OneFOneBMatchesSerial) {
-  expect_equivalent(*serial4_, train("pp2_1f1b", "[1, 1, 2]", 2, 4, "1f1b"), "pp=2 1f1b", true);
+TEST(Equivalence, Pipeline2AfabMatchesSerial) {
+  expect_equivalent(serial(4), train("pp2_afab", "[1, 1, 2]", 2, 4, "afab"), "pp=2 afab", true);
 }
 
-TEST_F(Equivalence, Pipeline2ZeroBubbleMatchesSerial) {
-  expect_equivalent(*serial4_, train("pp2_zb", "[1, 1, 2]", 2, 4, "zb-h1"), "pp=2 zb-h1", true);
+TEST(Equivalence, Pipeline2OneFOneBMatchesSerial) {
+  expect_equivalent(serial(4), train("pp2_1f1b", "[1, 1, 2]", 2, 4, "1f1b"), "pp=2 1f1b", true);
 }
 
-TEST_F(Equivalence, Pipeline4OneFOneBMatchesSerial) {
-  expect_equivalent(*serial4_, train("pp4_1f1b", "[1, 1, 4]", 4, 4, "1f1b"), "pp=4 1f1b", true);
+TEST(Equivalence, Pipeline2ZeroBubbleMatchesSerial) {
+  expect_equivalent(serial(4), train("pp2_zb", "[1, 1, 2]", 2, 4, "zb-h1"), "pp=2 zb-h1", true);
 }
 
-TEST_F(Equivalence, InterleavedPipeline2x2ChunksMatchesSerial) {
-  expect_equivalent(*serial4_, train("pp2_v2", "[1, 1, 2]", 2, 4, "interleaved", 2), "interleaved pp=2 v=2", true);
+TEST(Equivalence, Pipeline4OneFOneBMatchesSerial) {
+  expect_equivalent(serial(4), train("pp4_1f1b", "[1, 1, 4]", 4, 4, "1f1b"), "pp=4 1f1b", true);
 }
 
-TEST_F(Equivalence, Full3D2x2x2MatchesSerial) {
-  expect_equivalent(*serial_, train("dp2tp2pp2", "[2, 2, 2]", 8), "dp=2 x tp=2 x pp=2");
+TEST(Equivalence, InterleavedPipeline2x2ChunksMatchesSerial) {
+  expect_equivalent(serial(4), train("pp2_v2", "[1, 1, 2]", 2, 4, "interleaved", 2), "interleaved pp=2 v=2", true);
+}
+
+TEST(Equivalence, Full3D2x2x2MatchesSerial) {
+  expect_equivalent(serial(2), train("dp2tp2pp2", "[2, 2, 2]", 8), "dp=2 x tp=2 x pp=2");
 }
 
 }  // namespace
