@@ -1,4 +1,4 @@
-// Test helper, run as 2 ranks by dp_buckets_test: trains a small ViT with DP=2 and
+// Measurement of DP bucket overlap, run as 2 ranks (dp_buckets_test asserts on its output): trains a small ViT with DP=2 and
 // small buckets, and prints (rank 0) one JSON line per step with the number of
 // buckets, the all-reduces launched, and when the first one started relative to the
 // end of the backward pass of the last microbatch.
