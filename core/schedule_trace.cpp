@@ -86,8 +86,8 @@ Trace schedule_to_trace(const Schedule& s, const ScheduleStats& stats, const OpC
       f.from_rank = it->second.first;
       f.from_ts_us = it->second.second;
       f.to_rank = r;
-      // Inside the receive slice, and never before the data was sent.
-      f.to_ts_us = std::max(ta.start * us_per_unit, f.from_ts_us);
+      // When the data arrived: the end of the receive, as the executor records it.
+      f.to_ts_us = std::max(ta.end * us_per_unit, f.from_ts_us);
       t.flows.push_back(f);
     }
   return t;

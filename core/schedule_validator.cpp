@@ -197,7 +197,8 @@ class Executor {
           fail(r, a, "optimizer step before every chunk's GRAD_SYNC");
         break;
     }
-    const double dur = costs_.cost(a.kind, s_.chunks);
+    double dur = costs_.per_action ? costs_.per_action(r, a) : -1.0;
+    if (!(dur >= 0.0)) dur = costs_.cost(a.kind, s_.chunks);
     if (is_compute(a.kind)) stats_.busy_per_rank[r] += dur;
     record(r, a, t, t + dur);
     ++st.pc;

@@ -11,6 +11,7 @@
 //     without its output gradient, a weight-gradient before its input-gradient;
 //   - a microbatch that misses a stage, runs one twice, or a GRAD_SYNC /
 //     OPTIMIZER_STEP before all gradients of its chunk(s) exist.
+#include <functional>
 #include <vector>
 
 #include "core/schedule.h"
@@ -26,6 +27,9 @@ struct OpCosts {
   double p2p = 0.0;              // latency of one activation / gradient message
   double grad_sync = 0.0;        // exposed DP all-reduce time per chunk
   double optimizer = 0.0;
+  // Optional: the cost of one particular action of one rank (e.g. its measured time in
+  // a trace); a negative result falls back to the kind's cost above.
+  std::function<double(int rank, const Action& action)> per_action;
 
   double cost(ActionKind kind, int chunks) const;
 };

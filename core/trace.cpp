@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace quintnet::core {
@@ -208,17 +209,10 @@ Trace trace_from_json(const Json& doc, const std::string& origin) {
 }
 
 void write_trace(const Trace& trace, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw TraceError(path + ": cannot write the trace (" + std::string(std::strerror(errno)) + ")");
-    out << trace_to_json(trace).dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
-    out.flush();
-    if (!out) throw TraceError(path + ": writing the trace failed (disk full?)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw TraceError(path + ": cannot move the trace into place (" + std::string(std::strerror(errno)) + ")");
+  try {
+    write_file_atomically(path, trace_to_json(trace).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
+  } catch (const UserError& e) {
+    throw TraceError(std::string(e.what()) + " (the trace)");
   }
 }
 

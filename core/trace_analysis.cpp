@@ -1,9 +1,14 @@
 #include "core/trace_analysis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include "core/schedule_trace.h"
 
 namespace quintnet::core {
 
@@ -56,10 +61,45 @@ OpCosts median_op_costs(const Trace& trace, int chunks_per_rank) {
     c.backward_input = typical("backward-input");
     c.backward_weight = typical("backward-weight");
   }
-  std::vector<double> transfers;
-  for (const auto& f : trace.flows) transfers.push_back(std::max(0.0, f.to_ts_us - f.from_ts_us));
-  c.p2p = median(transfers);
+  // Message latency: send posted -> receive complete, but only where the receiver was
+  // already waiting when the send was posted.  Otherwise the gap includes the
+  // receiver's own work before it got to the receive, and overstates the latency.
+  std::map<std::pair<int, long long>, double> recv_start;  // (rank, end in us) -> start
+  for (const auto& e : trace.events)
+    if (e.lane == Lane::P2P && e.kind == "recv") recv_start[{e.rank, std::llround(e.end_us())}] = e.ts_us;
+  std::vector<double> all, waited;
+  for (const auto& f : trace.flows) {
+    const double gap = std::max(0.0, f.to_ts_us - f.from_ts_us);
+    all.push_back(gap);
+    auto it = recv_start.find({f.to_rank, std::llround(f.to_ts_us)});
+    if (it != recv_start.end() && it->second <= f.from_ts_us) waited.push_back(gap);
+  }
+  c.p2p = median(waited.empty() ? all : waited);
   return c;
+}
+
+double replayed_bubble_fraction(const Trace& trace, const Schedule& schedule) {
+  const OpCosts typical = median_op_costs(trace, schedule.chunks);
+  using Key = std::tuple<int, int, std::string, int, int>;  // step, pp rank, kind, mb, chunk
+  std::map<Key, double> measured;
+  std::set<int> steps;
+  for (const auto& e : trace.events) {
+    if (e.lane != Lane::Compute || e.kind == "optimizer" || e.rank >= static_cast<int>(trace.ranks.size())) continue;
+    const RankCoords& c = trace.ranks[e.rank];
+    if (c.dp != 0 || c.tp != 0) continue;
+    measured[{e.step, c.pp, e.kind, e.mb, e.chunk}] = e.dur_us;
+    steps.insert(e.step);
+  }
+  double sum = 0;
+  for (int step : steps) {
+    OpCosts costs = typical;
+    costs.per_action = [&](int rank, const Action& a) {
+      auto it = measured.find({step, rank, trace_kind(a.kind), a.mb, a.chunk});
+      return it == measured.end() ? -1.0 : it->second;
+    };
+    sum += simulate_schedule(schedule, costs).bubble_fraction;
+  }
+  return steps.empty() ? 0.0 : sum / static_cast<double>(steps.size());
 }
 
 }  // namespace quintnet::core

@@ -14,8 +14,17 @@ double measured_bubble_fraction(const Trace& trace);
 
 // Median durations (µs) of the compute kinds, scaled to one rank's whole share of the
 // model (× chunks per rank), and the median p2p transfer time (receive end − matching
-// send start over the flows, never below 0).  Medians, not means: on an oversubscribed
+// send start, over the flows whose receiver was already waiting when the send was
+// posted; over all flows when none was).  Medians, not means: on an oversubscribed
 // CPU a few ops are stretched by time-slicing.  Kinds absent from the trace cost 0.
 OpCosts median_op_costs(const Trace& trace, int chunks_per_rank = 1);
+
+// The bubble fraction core's schedule simulation predicts when every compute action
+// costs exactly what it measured in the trace (per step, from the dp 0 / tp 0 member
+// of each stage) and messages the median latency above; averaged over the steps.
+// Compared with measured_bubble_fraction it isolates what the schedule model misses
+// (message latencies, the receiver's reaction time) from op-time variation, which on
+// an oversubscribed CPU is large: ranks that compute together slow each other down.
+double replayed_bubble_fraction(const Trace& trace, const Schedule& schedule);
 
 }  // namespace quintnet::core

@@ -14,6 +14,9 @@ Args::Args(const std::string& program, const std::vector<OptionSpec>& specs, int
   bool only_positional = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (!only_positional && arg.size() == 2 && arg[0] == '-' && arg[1] != '-')  // "-o" -> "--output"
+      for (const auto& s : specs_)
+        if (s.short_name == arg[1]) arg = "--" + s.name;
     if (only_positional || arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
       if (!only_positional && arg.size() > 1 && arg[0] == '-' && arg != "-h")
         throw UsageError("unknown option '" + arg + "'; see '" + program_ + " --help'");
@@ -68,7 +71,8 @@ std::string Args::usage(const std::string& synopsis) const {
   std::ostringstream out;
   out << "usage: " << program_ << " " << synopsis << "\n\noptions:\n";
   for (const auto& s : specs_) {
-    std::string left = "  --" + s.name + (s.value_name.empty() ? "" : " " + s.value_name);
+    std::string left = (s.short_name ? std::string("  -") + s.short_name + ", --" : std::string("  --")) + s.name +
+                       (s.value_name.empty() ? "" : " " + s.value_name);
     if (left.size() < 28) left.resize(28, ' ');
     else left += "\n" + std::string(28, ' ');
     out << left << s.help << '\n';

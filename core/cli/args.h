@@ -20,6 +20,7 @@ struct OptionSpec {
   std::string name;       // without the leading "--"
   std::string value_name;  // empty for a flag
   std::string help;
+  char short_name = 0;  // e.g. 'o' for "-o FILE"
 };
 
 class Args {

@@ -49,6 +49,7 @@ class FlatAdamW {
   void step(double lr);
 
   long steps() const { return step_; }
+  void set_steps(long steps) { step_ = steps; }  // resuming from a checkpoint
   torch::Tensor& exp_avg() { return exp_avg_; }
   torch::Tensor& exp_avg_sq() { return exp_avg_sq_; }
 

@@ -33,6 +33,13 @@ class Progress {
     std::fflush(stderr);
   }
 
+  // A line of its own (e.g. "checkpoint: ..."); on a terminal the bar redraws below it.
+  void message(const std::string& text) {
+    if (!enabled_) return;
+    std::fprintf(stderr, "%s%s%s\n", tty_ ? "\r" : "", text.c_str(), tty_ ? "\033[K" : "");
+    std::fflush(stderr);
+  }
+
   static std::string clock_text(double secs) {
     const long s = static_cast<long>(secs + 0.5);
     char buf[32];

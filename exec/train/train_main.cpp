@@ -28,6 +28,11 @@ const std::vector<OptionSpec> kOptions = {
     {"save-params", "FILE", "write the final parameters in serial layout (torch pickle)"},
     {"trace", "FILE", "write a Chrome/Perfetto trace of a few steps (all ranks, merged)"},
     {"trace-steps", "N", "steps to trace, from the second step on [3]"},
+    {"checkpoint-dir", "DIR", "write checkpoints to DIR (per-rank shards + manifest; at the end and every N steps)"},
+    {"checkpoint-every", "N", "steps between checkpoints [0: only at the end]"},
+    {"checkpoint-keep", "N", "complete checkpoints kept in DIR, the newest [3; 0 keeps all]"},
+    {"resume", "DIR", "continue from a checkpoint (a step directory, or a run directory: its latest)"},
+    {"stop-at-step", "N", "end after step N as if interrupted; the learning-rate schedule still plans the whole run"},
     {"no-eval", "", "skip the evaluation at the end of each epoch"},
     {"quiet", "", "no progress line"},
     {"threads", "N", "intra-op threads per rank [cores / local ranks]"},
@@ -59,6 +64,13 @@ int train(int argc, char** argv) {
   options.save_params_path = args.get("save-params", "");
   options.trace_path = args.get("trace", "");
   options.trace_steps = args.get_int("trace-steps", 3, 1, 1000);
+  options.checkpoint_dir = args.get("checkpoint-dir", "");
+  options.checkpoint_every = args.get_int("checkpoint-every", 0, 0, 1 << 30);
+  options.checkpoint_keep = args.get_int("checkpoint-keep", 3, 0, 1 << 20);
+  options.resume_path = args.get("resume", "");
+  options.stop_at_step = args.get_int("stop-at-step", 0, 0, 1 << 30);
+  if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
+    throw UsageError("--checkpoint-every needs --checkpoint-dir DIR");
   options.evaluate = !args.flag("no-eval");
   options.progress = !args.flag("quiet");
 

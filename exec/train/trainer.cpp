@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "exec/checkpoint/checkpoint.h"
 #include "exec/data/batch_sampler.h"
 #include "exec/data/image_batches.h"
 #include "core/schedule_generators.h"
@@ -159,17 +160,55 @@ TrainResult Trainer::run() {
     std::printf("\n| Epoch | Train Loss | Train Acc | Val Loss | Val Acc |\n|-------|------------|-----------|----------|---------|\n");
   std::fflush(stdout);
 
+  // Where the run stands: a fresh start, or what a checkpoint recorded.
+  Manifest state;
+  state.total_steps = total_steps;
+  if (!options_.resume_path.empty()) {
+    state = load_checkpoint(options_.resume_path, comm_, p, *pm, optimizers);
+    if (is_logger_) {
+      std::printf("resumed from %s at step %ld\n", resolve_checkpoint(options_.resume_path).c_str(), state.step);
+      if (state.total_steps != total_steps)
+        std::printf("note: the checkpoint's run planned %ld steps, this one %ld: the learning-rate schedule differs\n",
+                    state.total_steps, total_steps);
+    }
+    state.total_steps = total_steps;
+  }
+  const std::optional<CheckpointWriter> checkpoints =
+      options_.checkpoint_dir.empty() ? std::nullopt
+                                      : std::optional(CheckpointWriter(options_.checkpoint_dir, options_.checkpoint_keep));
+  const long last_step = options_.stop_at_step > 0 ? std::min(total_steps, options_.stop_at_step) : total_steps;
+
   TrainResult result;
-  double best_val = 1e300;
-  int epochs_without_improvement = 0;
-  long step = 0;
+  long step = state.step;
+  long saved_step = -1;
+  bool stop_early = false;
   double samples_done = 0;
   const auto train_start = Clock::now();
-  for (int epoch = 0; epoch < epochs && step < total_steps; ++epoch) {
+  for (int epoch = static_cast<int>(step / per_epoch); epoch < epochs && step < last_step; ++epoch) {
+    const long first_k = step - epoch * per_epoch;  // > 0 when resuming mid-epoch
     Progress progress("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
-                      std::min(per_epoch, total_steps - step), is_logger_ && options_.progress);
-    torch::Tensor epoch_stats = torch::zeros({3}, stats_options());  // loss x samples, correct, samples (dp shard)
-    for (long k = 0; k < per_epoch && step < total_steps; ++k, ++step) {
+                      std::min(per_epoch - first_k, last_step - step), is_logger_ && options_.progress);
+    // This epoch's loss x samples, correct, samples (this dp shard; a resumed epoch's
+    // earlier part, summed over dp, is carried by dp rank 0).
+    torch::Tensor epoch_stats = torch::zeros({3}, stats_options());
+    if (first_k > 0 && dp.rank == 0)
+      for (int i = 0; i < 3; ++i) epoch_stats[i] = state.epoch_stats[i];
+    // Inside an epoch the checkpoint carries the epoch's statistics so far; at its end
+    // (after the evaluation, whose outcome early stopping keeps) the next one starts at zero.
+    auto checkpoint_due = [&] {
+      return checkpoints && (step == last_step || (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0));
+    };
+    auto save_checkpoint = [&](bool mid_epoch) {
+      torch::Tensor summed = epoch_stats.clone();
+      if (mid_epoch) comm_.all_reduce_sum(dp, summed);
+      for (int i = 0; i < 3; ++i) state.epoch_stats[i] = mid_epoch ? summed[i].item<double>() : 0.0;
+      state.step = step;
+      const std::string where = checkpoints->save(comm_, p, *pm, optimizers, state);
+      saved_step = step;
+      if (is_logger_ && options_.progress) progress.message("checkpoint: " + where);
+    };
+    long k = first_k;
+    for (; k < per_epoch && step < last_step; ++k) {
       const double lr = learning_rate_at(step, total_steps, p.warmup_steps, p.learning_rate);
       if (tracer) tracer->set_step(static_cast<int>(step), step >= trace_first && step < trace_first + options_.trace_steps);
       for (auto& chunk : pm->chunks) chunk.flat->zero_grad();
@@ -199,19 +238,27 @@ TrainResult Trainer::run() {
       if (metrics.is_open()) {
         char line[256];
         std::snprintf(line, sizeof(line),
-                      "{\"step\": %ld, \"epoch\": %d, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
+                      "{\"step\": %ld, \"epoch\": %d, \"loss\": %.17g, \"lr\": %.9g, \"grad_norm\": %.9g, "
                       "\"samples_per_s\": %.6g, \"mb_losses\": [",
                       step + 1, epoch + 1, global_loss, lr, grad_norm, rate);
         metrics << line;
         for (size_t j = 0; j < s.mb_losses.size(); ++j) {
-          std::snprintf(line, sizeof(line), "%s%.9g", j ? ", " : "", s.mb_losses[j]);
+          std::snprintf(line, sizeof(line), "%s%.17g", j ? ", " : "", s.mb_losses[j]);
           metrics << line;
         }
         metrics << "]}\n" << std::flush;
       }
       char note[64];
       std::snprintf(note, sizeof(note), "loss %.4f", global_loss);
-      progress.update(k + 1, static_cast<long>((k + 1) * p.batch_size), note);
+      progress.update(k + 1 - first_k, static_cast<long>((k + 1 - first_k) * p.batch_size), note);
+      ++step;
+      if (k + 1 < per_epoch && step < total_steps && checkpoint_due()) save_checkpoint(true);
+    }
+    if (k < per_epoch && step < total_steps) {  // stopped inside the epoch (--stop-at-step): no epoch row
+      if (is_logger_)
+        std::printf("stopped after step %ld of %ld (--stop-at-step)%s\n", step, total_steps,
+                    saved_step == step ? "; continue with --resume" : "");
+      break;
     }
     comm_.all_reduce_sum(dp, epoch_stats);
     const double train_loss = epoch_stats[0].item<double>() / epoch_stats[2].item<double>();
@@ -225,14 +272,16 @@ TrainResult Trainer::run() {
                     100 * ev.accuracy);
         std::fflush(stdout);
       }
-      if (ev.loss < best_val - 1e-6) {
-        best_val = ev.loss;
-        epochs_without_improvement = 0;
-      } else if (p.patience > 0 && ++epochs_without_improvement >= p.patience) {
+      if (ev.loss < state.best_val_loss - 1e-6) {
+        state.best_val_loss = ev.loss;
+        state.epochs_without_improvement = 0;
+      } else if (p.patience > 0 && ++state.epochs_without_improvement >= p.patience) {
         if (is_logger_) std::printf("early stopping: no validation improvement for %d epochs\n", p.patience);
-        break;
+        stop_early = true;
       }
     }
+    if (checkpoint_due() || (checkpoints && stop_early)) save_checkpoint(false);
+    if (stop_early) break;
   }
   result.steps = step;
   result.wall_s = seconds_since(t0);
@@ -251,11 +300,11 @@ TrainResult Trainer::run() {
                                                    static_cast<int>(pm->chunks.size()));
       core::OpCosts costs = core::median_op_costs(t, s.chunks);
       const double predicted = core::simulate_schedule(s, costs).bubble_fraction;
-      std::printf("trace: %s (%zu events, steps %ld-%ld); bubble fraction measured %.4f, predicted from measured op "
-                  "costs %.4f\n",
+      std::printf("trace: %s (%zu events, steps %ld-%ld); bubble fraction measured %.4f, predicted from median op "
+                  "costs %.4f, replayed with each op's measured time %.4f\n",
                   options_.trace_path.c_str(), t.events.size(), trace_first + 1,
-                  std::min(total_steps, trace_first + options_.trace_steps), core::measured_bubble_fraction(t) ,
-                  predicted);
+                  std::min(total_steps, trace_first + options_.trace_steps), core::measured_bubble_fraction(t),
+                  predicted, core::replayed_bubble_fraction(t, s));
     }
   }
   if (is_logger_)

@@ -23,6 +23,13 @@ struct TrainOptions {
   int trace_steps = 3;     // steps traced, from the second step on (the first warms up)
   bool evaluate = true;
   bool progress = true;
+  // Checkpoints (see exec/checkpoint/checkpoint.h): written to checkpoint_dir every
+  // checkpoint_every steps (0: only at the end), keeping the newest checkpoint_keep.
+  std::string checkpoint_dir;
+  long checkpoint_every = 0;
+  int checkpoint_keep = 3;
+  std::string resume_path;  // continue from this checkpoint (a step or run directory)
+  long stop_at_step = 0;    // end the run after this step as if interrupted (0: run to the end)
 };
 
 struct TrainResult {

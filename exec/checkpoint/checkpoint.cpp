@@ -1,0 +1,202 @@
+#include "exec/checkpoint/checkpoint.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "exec/checkpoint/shard_reader.h"
+
+namespace quintnet::exec {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string shard_file(int rank) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "rank-%05d.pt", rank);
+  return name;
+}
+
+// The slot's part of a flat buffer (parameters or an AdamW moment), shaped like the parameter.
+torch::Tensor slot_view(torch::Tensor& flat, const FlatParameters::Slot& s) {
+  return flat.narrow(0, s.offset, s.numel).view(s.param.sizes());
+}
+
+// Fault injection for the crash-during-save test: QN_FAULT_KILL_IN_SAVE=RANK:STEP makes
+// that rank die after writing half of its shard at that step, as a killed process would.
+void maybe_die_mid_write(int rank, long step, const std::string& path, const std::vector<char>& bytes) {
+  const char* spec = std::getenv("QN_FAULT_KILL_IN_SAVE");
+  if (!spec || std::to_string(rank) + ":" + std::to_string(step) != spec) return;
+  if (FILE* f = std::fopen((path + ".tmp").c_str(), "wb")) {
+    std::fwrite(bytes.data(), 1, bytes.size() / 2, f);
+    std::fclose(f);
+  }
+  std::cerr << "rank " << rank << ": QN_FAULT_KILL_IN_SAVE: dying in the middle of saving step " << step << std::endl;
+  std::_Exit(9);
+}
+
+void copy_into(torch::Tensor dst, const torch::Tensor& src, const std::string& what) {
+  if (src.sizes() != dst.sizes())
+    throw core::UserError("checkpoint: '" + what + "' has shape " + c10::str(src.sizes()) + ", this model expects " +
+                          c10::str(dst.sizes()));
+  dst.copy_(src);
+}
+
+// Keys whose change makes the resumed run differ from the uninterrupted one.
+void warn_about_plan_changes(const nlohmann::json& saved, const nlohmann::json& now) {
+  static const std::vector<std::string> layout_keys = {"mesh_dim", "mesh_name", "strategy_name", "schedule",
+                                                       "virtual_stages", "bucket_size_mb", "dataset_path",
+                                                       "num_epochs", "patience"};
+  for (const auto& [key, value] : saved.items()) {
+    if (std::find(layout_keys.begin(), layout_keys.end(), key) != layout_keys.end()) continue;
+    if (!now.contains(key) || now.at(key) != value)
+      std::cerr << "warning: resuming with " << key << " = " << (now.contains(key) ? now.at(key).dump() : "(unset)")
+                << ", the checkpoint was trained with " << value.dump() << "; the run will not continue identically\n";
+  }
+}
+
+}  // namespace
+
+std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, ParallelModel& pm,
+                                   const Optimizers& optimizers, Manifest progress) const {
+  const fs::path final_dir = fs::path(run_dir_) / step_dir_name(progress.step);
+  const fs::path partial = fs::path(run_dir_) / (step_dir_name(progress.step) + ".partial");
+  const int rank = comm.rank();
+  if (rank == 0) {
+    std::error_code ec;
+    fs::remove_all(partial, ec);  // left by a crash during an earlier save of this step
+    fs::create_directories(partial, ec);
+    if (ec) throw core::UserError(partial.string() + ": cannot create the checkpoint directory (" + ec.message() + ")");
+  }
+  comm.barrier(comm.world());
+
+  // This rank's shard.
+  c10::Dict<std::string, torch::Tensor> dict;
+  ShardInfo info;
+  const core::Mesh& mesh = comm.mesh();
+  info.rank = rank;
+  info.dp = mesh.coord(rank, "dp");
+  info.tp = mesh.coord(rank, "tp");
+  info.pp = mesh.coord(rank, "pp");
+  info.file = shard_file(rank);
+  for (size_t c = 0; c < pm.chunks.size(); ++c) {
+    FlatParameters& flat = *pm.chunks[c].flat;
+    FlatAdamW& opt = *optimizers[c];
+    for (const auto& slot : flat.slots()) {
+      info.tensors.push_back(slot.name);
+      // Cloned: pickling a view would store its whole flat buffer.
+      dict.insert("param/" + slot.name, slot_view(flat.params(), slot).clone().cpu());
+      dict.insert("exp_avg/" + slot.name, slot_view(opt.exp_avg(), slot).clone().cpu());
+      dict.insert("exp_avg_sq/" + slot.name, slot_view(opt.exp_avg_sq(), slot).clone().cpu());
+    }
+  }
+  dict.insert("rng/cpu", at::detail::getDefaultCPUGenerator().get_state());
+  const std::vector<char> bytes = torch::pickle_save(dict);
+  info.bytes = static_cast<long long>(bytes.size());
+  const std::string shard_path = (partial / info.file).string();
+  maybe_die_mid_write(rank, progress.step, shard_path, bytes);
+  core::write_file_atomically(shard_path, std::string(bytes.begin(), bytes.end()));
+
+  // Rank 0 learns every shard's contents and, for resharding, how each parameter is split.
+  std::map<std::string, int> my_dims;
+  for (auto& chunk : pm.chunks)
+    for (const auto& [name, dim] : tp_shard_dims(*chunk.model)) my_dims[name] = dim;
+  const std::vector<std::string> infos =
+      comm.gather_strings(nlohmann::json{{"shard", shard_to_json(info)}, {"tp_shard_dims", my_dims}}.dump());
+  if (rank == 0) {
+    Manifest& m = progress;
+    m.plan = plan.to_json();
+    m.dp = mesh.size("dp");
+    m.tp = mesh.size("tp");
+    m.pp = mesh.size("pp");
+    m.chunks = static_cast<int>(pm.chunks.size());
+    m.tp_shard_dims.clear();
+    m.shards.clear();
+    for (const std::string& s : infos) {
+      const auto j = nlohmann::json::parse(s);
+      m.shards.push_back(shard_from_json(j.at("shard")));
+      for (const auto& [name, dim] : j.at("tp_shard_dims").items()) m.tp_shard_dims[name] = dim.get<int>();
+      const fs::path p = partial / m.shards.back().file;
+      if (!fs::exists(p) || static_cast<long long>(fs::file_size(p)) != m.shards.back().bytes)
+        throw core::UserError(p.string() + ": shard missing after the save - is " + run_dir_ +
+                              " on a file system every rank shares?");
+    }
+    write_manifest(partial.string(), m);
+    // The moment the checkpoint becomes visible as complete.
+    std::error_code ec;
+    fs::remove_all(final_dir, ec);
+    fs::rename(partial, final_dir, ec);
+    if (ec) throw core::UserError(final_dir.string() + ": cannot move the checkpoint into place (" + ec.message() + ")");
+    core::write_file_atomically((fs::path(run_dir_) / "latest").string(), step_dir_name(progress.step) + "\n");
+    prune();
+  }
+  comm.barrier(comm.world());
+  return final_dir.string();
+}
+
+void CheckpointWriter::prune() const {
+  if (keep_ <= 0) return;
+  std::vector<fs::path> complete;
+  for (const auto& entry : fs::directory_iterator(run_dir_)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && name.rfind("step-", 0) == 0 && fs::exists(entry.path() / "manifest.json"))
+      complete.push_back(entry.path());
+  }
+  std::sort(complete.begin(), complete.end());  // zero-padded step numbers sort in step order
+  for (size_t i = 0; i + keep_ < complete.size(); ++i) {
+    std::error_code ec;
+    fs::remove_all(complete[i], ec);
+  }
+}
+
+Manifest load_checkpoint(const std::string& path, Communicator& comm, const core::Plan& plan, ParallelModel& pm,
+                         const Optimizers& optimizers) {
+  const std::string dir = resolve_checkpoint(path);
+  ShardReader reader(dir, read_manifest(dir));
+  const Manifest& m = reader.manifest();
+  const nlohmann::json now = plan.to_json();
+  if (m.plan.value("model", "") != now.value("model", ""))
+    throw core::UserError(dir + ": a checkpoint of a " + m.plan.value("model", "?") + " model; this plan trains a " +
+                          now.value("model", "?") + " model");
+  if (comm.rank() == 0) warn_about_plan_changes(m.plan, now);
+
+  const core::Mesh& mesh = comm.mesh();
+  const bool same_layout = m.dp == mesh.size("dp") && m.tp == mesh.size("tp") && m.pp == mesh.size("pp") &&
+                           m.chunks == static_cast<int>(pm.chunks.size());
+  torch::NoGradGuard no_grad;
+  for (size_t c = 0; c < pm.chunks.size(); ++c) {
+    FlatParameters& flat = *pm.chunks[c].flat;
+    FlatAdamW& opt = *optimizers[c];
+    const auto dims = tp_shard_dims(*pm.chunks[c].model);
+    std::vector<torch::Tensor*> buffers = {&flat.params(), &opt.exp_avg(), &opt.exp_avg_sq()};
+    for (const auto& slot : flat.slots())
+      for (size_t k = 0; k < kStateKinds.size(); ++k) {
+        const std::string key = kStateKinds[k] + slot.name;
+        torch::Tensor value;
+        if (same_layout) {
+          const TensorMap& mine = reader.shard(comm.rank());
+          auto it = mine.find(key);
+          if (it == mine.end()) throw core::UserError(dir + ": rank " + std::to_string(comm.rank()) + "'s shard lacks '" + key + "'");
+          value = it->second;
+        } else {
+          value = reader.serial(kStateKinds[k], slot.name);
+          if (auto d = dims.find(slot.name); d != dims.end() && pm.tp.size() > 1)
+            value = value.chunk(pm.tp.size(), d->second)[pm.tp.rank()];
+        }
+        copy_into(slot_view(*buffers[k], slot), value, key);
+      }
+    opt.set_steps(m.step);
+  }
+  // The RNG streams belong to ranks; on another mesh they are not carried over.
+  if (same_layout) {
+    at::Generator cpu_generator = at::detail::getDefaultCPUGenerator();
+    cpu_generator.set_state(reader.shard(comm.rank()).at("rng/cpu"));
+  }
+  comm.barrier(comm.world());
+  return m;
+}
+
+}  // namespace quintnet::exec

@@ -1,0 +1,112 @@
+#include "exec/checkpoint/manifest.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace quintnet::exec {
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+constexpr int kFormatVersion = 1;
+constexpr const char* kFormat = "quintnet-checkpoint";
+}  // namespace
+
+std::string step_dir_name(long step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step-%08ld", step);
+  return name;
+}
+
+Json shard_to_json(const ShardInfo& s) {
+  return {{"rank", s.rank}, {"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}, {"file", s.file}, {"bytes", s.bytes},
+          {"tensors", s.tensors}};
+}
+
+ShardInfo shard_from_json(const Json& j) {
+  return ShardInfo{j.at("rank").get<int>(),         j.at("dp").get<int>(),
+                   j.at("tp").get<int>(),           j.at("pp").get<int>(),
+                   j.at("file").get<std::string>(), j.at("bytes").get<long long>(),
+                   j.at("tensors").get<std::vector<std::string>>()};
+}
+
+Json manifest_to_json(const Manifest& m) {
+  Json shards = Json::array();
+  for (const ShardInfo& s : m.shards) shards.push_back(shard_to_json(s));
+  return {{"format", kFormat},
+          {"version", kFormatVersion},
+          {"step", m.step},
+          {"total_steps", m.total_steps},
+          {"best_val_loss", m.best_val_loss},
+          {"epochs_without_improvement", m.epochs_without_improvement},
+          {"epoch_stats", m.epoch_stats},
+          {"mesh", {{"dp", m.dp}, {"tp", m.tp}, {"pp", m.pp}, {"chunks", m.chunks}}},
+          {"tp_shard_dims", m.tp_shard_dims},
+          {"plan", m.plan},
+          {"shards", shards}};
+}
+
+Manifest read_manifest(const std::string& checkpoint_dir) {
+  const std::string path = (fs::path(checkpoint_dir) / "manifest.json").string();
+  std::ifstream in(path);
+  if (!in) throw core::UserError(path + ": no manifest - not a complete QuintNet checkpoint");
+  Manifest m;
+  std::string field = "(document)";
+  try {
+    const Json j = Json::parse(in);
+    field = "format";
+    if (j.at("format").get<std::string>() != kFormat) throw core::UserError("");
+    field = "version";
+    if (j.at("version").get<int>() != kFormatVersion) throw core::UserError("");
+    field = "step";
+    m.step = j.at("step").get<long>();
+    field = "total_steps";
+    m.total_steps = j.at("total_steps").get<long>();
+    field = "best_val_loss";
+    m.best_val_loss = j.at("best_val_loss").get<double>();
+    field = "epochs_without_improvement";
+    m.epochs_without_improvement = j.at("epochs_without_improvement").get<int>();
+    field = "epoch_stats";
+    m.epoch_stats = j.at("epoch_stats").get<std::array<double, 3>>();
+    field = "mesh";
+    const Json& mesh = j.at("mesh");
+    m.dp = mesh.at("dp").get<int>();
+    m.tp = mesh.at("tp").get<int>();
+    m.pp = mesh.at("pp").get<int>();
+    m.chunks = mesh.at("chunks").get<int>();
+    field = "tp_shard_dims";
+    m.tp_shard_dims = j.at("tp_shard_dims").get<std::map<std::string, int>>();
+    field = "plan";
+    m.plan = j.at("plan");
+    field = "shards";
+    for (const Json& s : j.at("shards")) m.shards.push_back(shard_from_json(s));
+    if (m.shards.size() != static_cast<size_t>(m.dp * m.tp * m.pp)) throw core::UserError("");
+  } catch (const std::exception& e) {
+    throw core::UserError(path + ": malformed manifest at '" + field + "'" +
+                          (std::string(e.what()).empty() ? "" : " (" + std::string(e.what()) + ")"));
+  }
+  return m;
+}
+
+void write_manifest(const std::string& checkpoint_dir, const Manifest& m) {
+  core::write_file_atomically((fs::path(checkpoint_dir) / "manifest.json").string(), manifest_to_json(m).dump(1) + "\n");
+}
+
+std::string resolve_checkpoint(const std::string& path) {
+  if (fs::exists(fs::path(path) / "manifest.json")) return path;
+  const fs::path latest = fs::path(path) / "latest";
+  std::ifstream in(latest);
+  std::string name;
+  if (in && std::getline(in, name) && !name.empty() && fs::exists(fs::path(path) / name / "manifest.json"))
+    return (fs::path(path) / name).string();
+  if (!fs::exists(path)) throw core::UserError(path + ": no such checkpoint directory");
+  throw core::UserError(path + ": not a checkpoint (no manifest.json) and no complete checkpoint named by " +
+                        latest.string());
+}
+
+}  // namespace quintnet::exec

@@ -1,0 +1,44 @@
+#pragma once
+// Reading a checkpoint's per-rank shards back, and reassembling serial (unsharded)
+// tensors from them: the tensor-parallel shards of a parameter, held by the dp-rank-0
+// members of one pipeline stage, are concatenated along the dimension the manifest
+// records.  This is what lets a checkpoint load into a different mesh (resharding)
+// and what `quintnet checkpoint export` writes out.
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "exec/checkpoint/manifest.h"
+
+namespace quintnet::exec {
+
+using TensorMap = std::map<std::string, torch::Tensor>;
+
+// Shard keys: "param/<name>", "exp_avg/<name>", "exp_avg_sq/<name>" per parameter,
+// and "rng/cpu" for the rank's CPU generator state.
+inline const std::vector<std::string> kStateKinds = {"param/", "exp_avg/", "exp_avg_sq/"};
+
+class ShardReader {
+ public:
+  ShardReader(std::string checkpoint_dir, Manifest manifest);
+
+  // One rank's shard, read once and kept.  Throws core::UserError for a missing,
+  // truncated or unreadable file.
+  const TensorMap& shard(int rank);
+  // The serial tensor `kind + name` (kind from kStateKinds).
+  torch::Tensor serial(const std::string& kind, const std::string& name);
+  // Every parameter name the checkpoint holds, in manifest order.
+  std::vector<std::string> parameter_names() const;
+  const Manifest& manifest() const { return manifest_; }
+
+ private:
+  const ShardInfo& holder(const std::string& name, int tp) const;
+
+  std::string dir_;
+  Manifest manifest_;
+  std::map<int, TensorMap> cache_;
+};
+
+}  // namespace quintnet::exec

@@ -1,0 +1,180 @@
+// Checkpoints of a 2x2x2 run: stopping after step 5 and resuming gives steps 6-10
+// bit for bit equal to the uninterrupted run; a rank killed in the middle of a save
+// leaves the previous checkpoint loadable; the checkpoint continues on a 1x2x1 mesh
+// (resharding) with matching losses; `quintnet checkpoint export` equals the
+// parameters the run itself writes; damaged checkpoints are refused with a message.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "common/run_command.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using quintnet::testing_util::bin;
+using quintnet::testing_util::CommandResult;
+using quintnet::testing_util::run_command;
+using quintnet::testing_util::write_file;
+
+std::string plan(const std::string& name, const std::string& mesh) {
+  return write_file(name + ".yaml",
+                    "batch_size: 32\ngrad_acc_steps: 2\nlearning_rate: 1e-3\nimg_size: 28\npatch_size: 4\n"
+                    "hidden_dim: 64\nn_heads: 4\ndepth: 8\nmesh_dim: " + mesh +
+                        "\nmesh_name: ['dp', 'tp', 'pp']\nschedule: 1f1b\n");
+}
+
+std::string dir_for(const std::string& name) {
+  const std::string d = ::testing::TempDir() + "/ckpt_" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Runs quintnet-train on `nproc` ranks (10 planned steps); `extra` adds options.
+CommandResult train(const std::string& config, int nproc, const std::string& extra, const std::string& env = "") {
+  return run_command(env + " " + bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " +
+                     bin("quintnet-train") + " --config " + config +
+                     " --max-steps 10 --no-eval --quiet --threads 1 " + extra);
+}
+
+std::vector<double> losses(const std::string& metrics) {
+  std::vector<double> out;
+  std::ifstream in(metrics);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+  return out;
+}
+
+std::map<std::string, torch::Tensor> load_params(const std::vector<std::string>& paths) {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_FALSE(bytes.empty()) << path;
+    if (!bytes.empty())
+      for (const auto& kv : torch::pickle_load(bytes).toGenericDict())
+        out[kv.key().toStringRef()] = kv.value().toTensor();
+  }
+  return out;
+}
+
+// The uninterrupted 2x2x2 run: 10 steps, a checkpoint at the end, its parameters.
+struct Reference {
+  std::string dir, config;
+  std::vector<double> losses;
+};
+const Reference& reference() {
+  static const Reference r = [] {
+    Reference ref{dir_for("reference"), plan("ckpt_3d", "[2, 2, 2]"), {}};
+    auto res = train(ref.config, 8,
+                     "--metrics " + ref.dir + "/m.jsonl --checkpoint-dir " + ref.dir + "/run --save-params " + ref.dir +
+                         "/final.pt");
+    EXPECT_EQ(res.code, 0) << res.err;
+    ref.losses = losses(ref.dir + "/m.jsonl");
+    return ref;
+  }();
+  return r;
+}
+
+TEST(Checkpoint, ResumeAfterStepFiveContinuesBitwise) {
+  const Reference& ref = reference();
+  ASSERT_EQ(ref.losses.size(), 10u);
+  const std::string d = dir_for("resume");
+  auto first = train(ref.config, 8, "--metrics " + d + "/a.jsonl --checkpoint-dir " + d + "/run --checkpoint-every 5 --stop-at-step 5");
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_NE(first.out.find("stopped after step 5 of 10"), std::string::npos) << first.out;
+  auto second = train(ref.config, 8, "--metrics " + d + "/b.jsonl --resume " + d + "/run --save-params " + d + "/final.pt");
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_NE(second.out.find("resumed from"), std::string::npos) << second.out;
+  const auto a = losses(d + "/a.jsonl"), b = losses(d + "/b.jsonl");
+  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(b.size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(a[i], ref.losses[i]) << "step " << i + 1;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(b[i], ref.losses[5 + i]) << "step " << i + 6 << " after resuming";
+  const auto resumed = load_params({d + "/final.pt.pp0", d + "/final.pt.pp1"});
+  const auto straight = load_params({ref.dir + "/final.pt.pp0", ref.dir + "/final.pt.pp1"});
+  ASSERT_EQ(resumed.size(), straight.size());
+  for (const auto& [name, t] : straight) EXPECT_TRUE(torch::equal(resumed.at(name), t)) << name;
+}
+
+TEST(Checkpoint, RankKilledDuringSaveLeavesPreviousCheckpointLoadable) {
+  const Reference& ref = reference();
+  const std::string d = dir_for("killed");
+  auto killed = train(ref.config, 8, "--metrics " + d + "/a.jsonl --checkpoint-dir " + d + "/run --checkpoint-every 5",
+                      "QN_FAULT_KILL_IN_SAVE=3:10");
+  EXPECT_NE(killed.code, 0);
+  EXPECT_NE(killed.err.find("rank 3"), std::string::npos) << killed.err;
+  std::ifstream latest(d + "/run/latest");
+  std::string name;
+  std::getline(latest, name);
+  EXPECT_EQ(name, "step-00000005");
+  EXPECT_FALSE(fs::exists(d + "/run/step-00000010"));
+  EXPECT_TRUE(fs::exists(d + "/run/step-00000010.partial"));  // what the crash left; nothing loads it
+  auto resumed = train(ref.config, 8, "--metrics " + d + "/b.jsonl --resume " + d + "/run");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  const auto b = losses(d + "/b.jsonl");
+  ASSERT_EQ(b.size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(b[i], ref.losses[5 + i]) << "step " << i + 6;
+}
+
+TEST(Checkpoint, ReshardedOntoOneByTwoByOneMatchesLosses) {
+  const Reference& ref = reference();
+  const std::string d = dir_for("reshard");
+  auto first = train(ref.config, 8, "--checkpoint-dir " + d + "/run --checkpoint-every 5 --stop-at-step 5");
+  ASSERT_EQ(first.code, 0) << first.err;
+  auto second = train(plan("ckpt_tp2", "[1, 2, 1]"), 2, "--metrics " + d + "/b.jsonl --resume " + d + "/run");
+  ASSERT_EQ(second.code, 0) << second.err;
+  const auto b = losses(d + "/b.jsonl");
+  ASSERT_EQ(b.size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(b[i], ref.losses[5 + i], 1e-5 * ref.losses[5 + i]) << "step " << i + 6;
+}
+
+TEST(Checkpoint, ExportMergesShardsIntoTheSerialParameters) {
+  const Reference& ref = reference();
+  const std::string out = ref.dir + "/export.pt";
+  auto r = run_command(bin("quintnet-checkpoint") + " export " + ref.dir + "/run -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto exported = load_params({out});
+  const auto saved = load_params({ref.dir + "/final.pt.pp0", ref.dir + "/final.pt.pp1"});
+  ASSERT_EQ(exported.size(), saved.size());
+  for (const auto& [name, t] : saved) {
+    ASSERT_TRUE(exported.count(name)) << name;
+    EXPECT_TRUE(torch::equal(exported.at(name), t)) << name;
+  }
+  auto info = run_command(bin("quintnet-checkpoint") + " info " + ref.dir + "/run");
+  EXPECT_EQ(info.code, 0);
+  EXPECT_NE(info.out.find("step 10 of 10"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("dp=2 x tp=2 x pp=2"), std::string::npos) << info.out;
+}
+
+TEST(Checkpoint, DamagedCheckpointsAreRefusedWithAMessage) {
+  const Reference& ref = reference();
+  const std::string d = dir_for("damaged");
+  fs::copy(ref.dir + "/run/step-00000010", d + "/truncated", fs::copy_options::recursive);
+  fs::resize_file(d + "/truncated/rank-00001.pt", 100);
+  auto r = run_command(bin("quintnet-checkpoint") + " export " + d + "/truncated -o " + d + "/x.pt");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("rank-00001.pt"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  auto resumed = train(ref.config, 8, "--resume " + d + "/truncated");
+  EXPECT_NE(resumed.code, 0);
+  EXPECT_NE(resumed.err.find("truncated"), std::string::npos) << resumed.err;
+
+  fs::create_directories(d + "/empty");
+  r = run_command(bin("quintnet-checkpoint") + " info " + d + "/empty");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("not a checkpoint"), std::string::npos) << r.err;
+
+  fs::copy(ref.dir + "/run/step-00000010", d + "/garbled", fs::copy_options::recursive);
+  std::ofstream(d + "/garbled/manifest.json") << "{\"format\": \"quintnet-checkpoint\", \"version\": 1, \"step\": \"x\"}";
+  r = run_command(bin("quintnet-checkpoint") + " info " + d + "/garbled");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("'step'"), std::string::npos) << r.err;
+}
+
+}  // namespace
