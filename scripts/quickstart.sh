@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, from a fresh Debian 12 machine: installs dependencies, builds, trains
 # the original QuintNet ViT config (2x2x2 mesh: data x tensor x pipeline parallel) on
-# Fashion-MNIST with 8 CPU ranks, traces it, and shows its pipeline schedule.
+# Fashion-MNIST with 8 CPU ranks, traces it, renders the traced timeline, and shows
+# its pipeline schedule.
 #   bash scripts/quickstart.sh          a short run (QN_STEPS optimizer steps, default 200)
 #   bash scripts/quickstart.sh --full   the config's full 10 epochs (hours on 2 cores)
 # Outputs in runs/quickstart/.
@@ -31,6 +32,12 @@ else
   echo "(quintnet-train is not in this build: LibTorch was not found)"
 fi
 
+if [ -x "$bin/quintnet-render" ] && [ -f "$out/train_trace.json" ]; then
+  echo
+  echo "== 2b. Render the traced training step: one lane per rank, bubbles, messages =="
+  "$bin/quintnet" render "$out/train_trace.json" --step 2 -o "$out/train_timeline.png"
+fi
+
 echo
 echo "== 3. The 1F1B schedule those 2 pipeline stages ran, and a deeper pipeline (pp 4, 8 microbatches) =="
 "$bin/quintnet" schedule --schedule 1f1b --pp 2 --microbatches 2
@@ -39,6 +46,10 @@ echo "== 3. The 1F1B schedule those 2 pipeline stages ran, and a deeper pipeline
 echo
 echo "== 4. Zero-bubble ZB-H1 on the same pipeline =="
 "$bin/quintnet" schedule --schedule zb-h1 --pp 4 --microbatches 8 --trace "$out/schedule_zb_h1.json"
+if [ -x "$bin/quintnet-render" ]; then
+  "$bin/quintnet" render "$out/schedule_1f1b.json" --compare "$out/schedule_zb_h1.json" -o "$out/compare_1f1b_zb_h1.png"
+fi
 
 echo
-echo "quickstart: outputs in ${out#$root/}/: train_metrics.jsonl, train_trace.json (open in https://ui.perfetto.dev)"
+echo "quickstart: outputs in ${out#$root/}/: train_metrics.jsonl, train_trace.json (also opens in"
+echo "https://ui.perfetto.dev), train_timeline.png, compare_1f1b_zb_h1.png"

@@ -1,0 +1,204 @@
+#include "visualizer/model/scene.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace quintnet::viz {
+namespace {
+
+constexpr double kLabelWidth = 190;  // lane labels and bubble %
+constexpr double kMargin = 12;
+constexpr double kTitleHeight = 30;
+constexpr double kRulerHeight = 26;
+constexpr double kComputeRow = 26;
+constexpr double kSubRow = 14;
+constexpr double kRankGap = 6;
+constexpr double kLegendHeight = 30;
+
+double row_height_of(const Row& r) { return r.lane == core::Lane::Compute ? kComputeRow : kSubRow; }
+
+std::string percent(double f) {
+  char s[16];
+  std::snprintf(s, sizeof(s), "%.1f%%", 100 * f);
+  return s;
+}
+
+// The op's short label: F3, B3, BI3, BW3, the event name otherwise.
+std::string op_label(const core::TraceEvent& e) {
+  if (e.mb < 0) return e.name;
+  // Chunk c > 0 of an interleaved schedule gets c primes: F3 (chunk 0), F3' (chunk 1).
+  const std::string id = std::to_string(e.mb) + std::string(static_cast<size_t>(std::clamp(e.chunk, 0, 3)), '\'');
+  if (e.kind == "forward") return "F" + id;
+  if (e.kind == "backward") return "B" + id;
+  if (e.kind == "backward-input") return "BI" + id;
+  if (e.kind == "backward-weight") return "BW" + id;
+  return id;
+}
+
+}  // namespace
+
+void Scene::append(const Scene& other, double dy) {
+  for (Box b : other.boxes) boxes.push_back((b.y += dy, b));
+  for (Line l : other.lines) lines.push_back((l.y1 += dy, l.y2 += dy, l));
+  for (Text t : other.texts) texts.push_back((t.y += dy, t));
+  width = std::max(width, other.width);
+  height = std::max(height, other.height + dy);
+}
+
+int Geometry::row_at(double y) const {
+  for (size_t i = 0; i < row_y.size(); ++i) {
+    const double next = i + 1 < row_y.size() ? row_y[i + 1] : row_y[i] + row_height;
+    if (y >= row_y[i] && y < next) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string duration_text(double us) {
+  char s[32];
+  const double a = std::abs(us);
+  if (a >= 1e6) std::snprintf(s, sizeof(s), "%.3g s", us / 1e6);
+  else if (a >= 1e3) std::snprintf(s, sizeof(s), "%.3g ms", us / 1e3);
+  else if (a >= 1) std::snprintf(s, sizeof(s), "%.3g us", us);
+  else std::snprintf(s, sizeof(s), "%.3g ns", us * 1e3);
+  return s;
+}
+
+std::vector<Tick> ruler_ticks(double t0_us, double t1_us, int target) {
+  std::vector<Tick> ticks;
+  const double span = t1_us - t0_us;
+  if (!(span > 0) || target < 1) return ticks;
+  const double raw = span / target, mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = mag;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * mag >= raw) {
+      step = m * mag;
+      break;
+    }
+  // Ticks from the window start, labelled relative to it: "0, 20 ms, 40 ms" for any window.
+  for (int k = 0; t0_us + k * step <= t1_us + 1e-9 * span; ++k)
+    ticks.push_back({t0_us + k * step, k == 0 ? "0" : duration_text(k * step)});
+  return ticks;
+}
+
+Geometry timeline_geometry(const Timeline& tl, const ViewOptions& view) {
+  Geometry g;
+  g.plot_x0 = kLabelWidth;
+  g.plot_x1 = std::max(g.plot_x0 + 50, view.width - kMargin);
+  const bool fit = std::isnan(view.t0_us) || std::isnan(view.t1_us) || !(view.t1_us > view.t0_us);
+  g.t0_us = fit ? tl.begin_us() : view.t0_us;
+  g.t1_us = fit ? tl.end_us() : view.t1_us;
+  if (!(g.t1_us > g.t0_us)) g.t1_us = g.t0_us + 1;
+  g.ruler_y = kTitleHeight;
+  g.rows_y = kTitleHeight + kRulerHeight;
+  g.row_height = kComputeRow;
+  double y = g.rows_y;
+  int previous_rank = -1;
+  for (const Row& r : tl.rows()) {
+    if (previous_rank >= 0 && r.rank != previous_rank) y += kRankGap;
+    g.row_y.push_back(y);
+    y += row_height_of(r);
+    previous_rank = r.rank;
+  }
+  return g;
+}
+
+Scene draw_timeline(const Timeline& tl, const ViewOptions& view) {
+  const Palette& pal = view.palette;
+  const Geometry g = timeline_geometry(tl, view);
+  const auto& events = tl.trace().events;
+  const auto& rows = tl.rows();
+  Scene s;
+  s.width = view.width;
+  s.background = pal.background;
+  const double rows_end = rows.empty() ? g.rows_y : g.row_y.back() + row_height_of(rows.back());
+  s.height = rows_end + kLegendHeight + kMargin;
+
+  // Title: what, the step time, the bubble.
+  std::string title = view.title.empty() ? "trace (" + tl.trace().source + ")" : view.title;
+  title += "   step time " + duration_text(tl.step_time_us()) + "   bubble " + percent(tl.bubble_fraction());
+  s.texts.push_back({kMargin, 20, title, pal.text, 14, true});
+
+  // Rank bands first, then the ruler's grid (1-pixel boxes: under the ops, over the bands).
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].lane == core::Lane::Compute) s.boxes.push_back({0, g.row_y[i], view.width, kComputeRow, pal.lane_band, "", -1});
+  for (const Tick& t : ruler_ticks(g.t0_us, g.t1_us, static_cast<int>((g.plot_x1 - g.plot_x0) / 110))) {
+    const double x = g.x_of(t.t_us);
+    s.boxes.push_back({x, g.ruler_y + 16, 1, rows_end - g.ruler_y - 16, pal.grid, "", -1});
+    s.texts.push_back({x, g.ruler_y + 13, t.label, pal.text, 10, false, Text::Center});
+  }
+
+  const auto clip_x = [&](double x) { return std::clamp(x, g.plot_x0, g.plot_x1); };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    const double y = g.row_y[i], h = row_height_of(r);
+    const bool compute = r.lane == core::Lane::Compute;
+    if (compute) {
+      s.texts.push_back({kMargin, y + 17, r.label, pal.text, 11, true});
+      s.texts.push_back({g.plot_x0 - 8, y + 17, "bubble " + percent(tl.bubble_fraction(r.rank)), pal.text, 10, false,
+                         Text::Right});
+      for (const Interval& b : tl.bubbles(r.rank)) {
+        if (b.end_us < g.t0_us || b.begin_us > g.t1_us) continue;
+        const double x0 = clip_x(g.x_of(b.begin_us)), x1 = clip_x(g.x_of(b.end_us));
+        s.boxes.push_back({x0, y + 2, x1 - x0, h - 4, pal.bubble, "", -1});
+      }
+    } else {
+      s.texts.push_back({g.plot_x0 - 8, y + 11, r.label, pal.text, 9, false, Text::Right});
+    }
+    // Level of detail: ops narrower than a pixel that touch the previous box are merged
+    // into it, so a million events become at most a few boxes per pixel column.
+    const auto [lo, hi] = tl.visible(i, g.t0_us, g.t1_us);
+    Box* last = nullptr;
+    for (size_t k = lo; k < hi; ++k) {
+      const long idx = static_cast<long>(r.events[k]);
+      const core::TraceEvent& e = events[static_cast<size_t>(idx)];
+      if (e.end_us() < g.t0_us || e.ts_us > g.t1_us) continue;
+      const double x0 = clip_x(g.x_of(e.ts_us)), x1 = clip_x(g.x_of(e.end_us()));
+      if (last && x1 - x0 < 1.0 && x0 <= last->x + last->w + 1.0) {
+        last->w = std::max(last->w, x1 - last->x);
+        if (last->event != idx && last->w < 2.0) last->label.clear();  // a run of tiny ops: no one label
+        continue;
+      }
+      s.boxes.push_back({x0, y + 2, std::max(x1 - x0, 0.5), h - 4, pal.of_op(e.kind, e.mb), compute ? op_label(e) : "", idx});
+      last = &s.boxes.back();
+    }
+  }
+
+  // Flow arrows: each send to its receive, between the ranks' p2p rows (or compute rows).
+  if (view.flows) {
+    std::map<std::pair<int, core::Lane>, size_t> row_of;
+    for (size_t i = 0; i < rows.size(); ++i) row_of[{rows[i].rank, rows[i].lane}] = i;
+    auto row_center = [&](int rank, core::Lane lane) -> double {
+      auto it = row_of.find({rank, lane});
+      if (it == row_of.end()) it = row_of.find({rank, core::Lane::Compute});
+      return it == row_of.end() ? -1 : g.row_y[it->second] + row_height_of(rows[it->second]) / 2;
+    };
+    for (const auto& f : tl.trace().flows) {
+      if (f.to_ts_us < g.t0_us || f.from_ts_us > g.t1_us) continue;
+      const double y1 = row_center(f.from_rank, f.from_lane), y2 = row_center(f.to_rank, f.to_lane);
+      if (y1 < 0 || y2 < 0) continue;
+      s.lines.push_back({clip_x(g.x_of(f.from_ts_us)), y1, clip_x(g.x_of(f.to_ts_us)), y2, pal.flow, 1, true});
+    }
+  }
+
+  // Legend.
+  double x = kMargin;
+  const double ly = rows_end + 12;
+  std::vector<std::pair<std::string, Color>> legend;
+  std::map<std::string, bool> seen;
+  for (const auto& e : events)
+    if (!seen[e.kind]) seen[e.kind] = true;
+  for (const char* kind : {"forward", "backward", "backward-input", "backward-weight", "send", "recv", "allreduce",
+                           "grad-sync", "optimizer"})
+    if (seen.count(kind)) legend.push_back({kind, pal.of_kind(kind)});
+  legend.push_back({"bubble (idle inside the step)", pal.bubble});
+  for (const auto& [name, color] : legend) {
+    s.boxes.push_back({x, ly, 12, 12, color, "", -1});
+    s.texts.push_back({x + 16, ly + 10, name, pal.text, 10});
+    x += 28 + 6.5 * static_cast<double>(name.size());
+  }
+  return s;
+}
+
+}  // namespace quintnet::viz
