@@ -3,13 +3,14 @@
 // render command writes PNG and SVG and refuses bad traces with exit 2.
 #include <gtest/gtest.h>
 
-#include <QGuiApplication>
+#include <QApplication>
 #include <QImage>
 #include <cstdlib>
 #include <fstream>
 
 #include "common/run_command.h"
 #include "visualizer/model/teaching.h"
+#include "visualizer/qt/offscreen.h"
 #include "visualizer/qt/scene_painter.h"
 
 using namespace quintnet;
@@ -92,8 +93,8 @@ TEST(Render, CommandWritesPngAndSvgAndRefusesBadTraces) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  // Fonts for the painter need an application; no display needed.
-  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY")) setenv("QT_QPA_PLATFORM", "offscreen", 0);
-  QGuiApplication app(argc, argv);
+  // The painter's fonts and the viewer's widgets need an application; no display.
+  quintnet::viz::use_offscreen_without_display();
+  QApplication app(argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -7,6 +7,7 @@
 #include "core/schedule_validator.h"
 #include "core/trace_analysis.h"
 #include "visualizer/model/compare.h"
+#include "visualizer/model/range_stats.h"
 #include "visualizer/model/svg_writer.h"
 #include "visualizer/model/teaching.h"
 
@@ -160,4 +161,16 @@ TEST(Timeline, TracesWithNothingToDrawOrImpossibleTimesAreRefused) {
   EXPECT_THROW(Timeline{t}, core::TraceError);
   t.events = {op(0, "forward", 0, 5)};
   EXPECT_THROW(Timeline(t, 7), core::TraceError);  // no step 7
+}
+
+TEST(RangeStatistics, BusyIdleAndCommunicationOfARange) {
+  core::Trace t;
+  t.events = {op(0, "forward", 0, 10), op(0, "backward", 20, 10), op(0, "send", 8, 6, 0, core::Lane::P2P),
+              op(0, "allreduce", 10, 6, -1, core::Lane::DpCollective)};
+  const Timeline tl(t);
+  const auto s = range_statistics(tl, 5, 25);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_DOUBLE_EQ(s[0].busy_us, 5 + 5);   // [5,10) and [20,25)
+  EXPECT_DOUBLE_EQ(s[0].idle_us, 20 - 10);
+  EXPECT_DOUBLE_EQ(s[0].comm_us, 8);       // [8,14) and [10,16) overlap: [8,16)
 }

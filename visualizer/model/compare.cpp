@@ -71,7 +71,9 @@ Scene draw_comparison(const Timeline& a, const Timeline& b, const std::string& n
   vb.t1_us = b.begin_us() + span;
   va.title = "A: " + name_a;
   vb.title = "B: " + name_b;
-  const Scene sa = draw_timeline(a, va), sb = draw_timeline(b, vb);
+  const Scene sa = draw_timeline(a, va);
+  Scene sb = draw_timeline(b, vb);
+  for (Box& box : sb.boxes) box.source = 1;
   s.append(sa, header);
   s.append(sb, header + sa.height);
   return s;

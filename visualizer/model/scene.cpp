@@ -139,8 +139,9 @@ Scene draw_timeline(const Timeline& tl, const ViewOptions& view) {
       s.texts.push_back({g.plot_x0 - 8, y + 17, "bubble " + percent(tl.bubble_fraction(r.rank)), pal.text, 10, false,
                          Text::Right});
       for (const Interval& b : tl.bubbles(r.rank)) {
-        if (b.end_us < g.t0_us || b.begin_us > g.t1_us) continue;
-        const double x0 = clip_x(g.x_of(b.begin_us)), x1 = clip_x(g.x_of(b.end_us));
+        const double end = std::isnan(view.reveal_until_us) ? b.end_us : std::min(b.end_us, view.reveal_until_us);
+        if (end < g.t0_us || b.begin_us > g.t1_us || b.begin_us >= end) continue;
+        const double x0 = clip_x(g.x_of(b.begin_us)), x1 = clip_x(g.x_of(end));
         s.boxes.push_back({x0, y + 2, x1 - x0, h - 4, pal.bubble, "", -1});
       }
     } else {
@@ -153,7 +154,7 @@ Scene draw_timeline(const Timeline& tl, const ViewOptions& view) {
     for (size_t k = lo; k < hi; ++k) {
       const long idx = static_cast<long>(r.events[k]);
       const core::TraceEvent& e = events[static_cast<size_t>(idx)];
-      if (e.end_us() < g.t0_us || e.ts_us > g.t1_us) continue;
+      if (e.end_us() < g.t0_us || e.ts_us > g.t1_us || e.ts_us > view.reveal_until_us) continue;
       const double x0 = clip_x(g.x_of(e.ts_us)), x1 = clip_x(g.x_of(e.end_us()));
       if (last && x1 - x0 < 1.0 && x0 <= last->x + last->w + 1.0) {
         last->w = std::max(last->w, x1 - last->x);
@@ -175,7 +176,7 @@ Scene draw_timeline(const Timeline& tl, const ViewOptions& view) {
       return it == row_of.end() ? -1 : g.row_y[it->second] + row_height_of(rows[it->second]) / 2;
     };
     for (const auto& f : tl.trace().flows) {
-      if (f.to_ts_us < g.t0_us || f.from_ts_us > g.t1_us) continue;
+      if (f.to_ts_us < g.t0_us || f.from_ts_us > g.t1_us || f.to_ts_us > view.reveal_until_us) continue;
       const double y1 = row_center(f.from_rank, f.from_lane), y2 = row_center(f.to_rank, f.to_lane);
       if (y1 < 0 || y2 < 0) continue;
       s.lines.push_back({clip_x(g.x_of(f.from_ts_us)), y1, clip_x(g.x_of(f.to_ts_us)), y2, pal.flow, 1, true});

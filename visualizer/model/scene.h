@@ -15,6 +15,7 @@ struct Box {
   Color fill;
   std::string label;  // drawn centred when it fits
   long event = -1;    // index into the trace's events (-1: a bubble or decoration)
+  int source = 0;     // which timeline `event` indexes: 0, or 1 for compare mode's second
 };
 struct Line {
   double x1 = 0, y1 = 0, x2 = 0, y2 = 0;
@@ -47,6 +48,8 @@ struct ViewOptions {
   double t0_us = 0.0 / 0.0, t1_us = 0.0 / 0.0;
   bool flows = true;
   std::string title;
+  // Teaching mode's play: only events that start before this time are drawn (NaN: all).
+  double reveal_until_us = 0.0 / 0.0;
 };
 
 // Where things are: for tests, hit-testing and the interactive view.

@@ -1,0 +1,18 @@
+#pragma once
+// Headless machines (CI, servers): Qt's offscreen platform when there is no display,
+// and Qt's start-up chatter about it kept off stderr, where our one-line errors go.
+#include <QtGlobal>
+#include <cstdlib>
+#include <cstring>
+
+namespace quintnet::viz {
+
+inline void use_offscreen_without_display() {
+  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY")) setenv("QT_QPA_PLATFORM", "offscreen", 0);
+  qInstallMessageHandler([](QtMsgType type, const QMessageLogContext&, const QString& msg) {
+    if (type == QtWarningMsg && msg.contains("XDG_RUNTIME_DIR")) return;  // harmless without a session
+    if (type != QtDebugMsg && type != QtInfoMsg) fprintf(stderr, "qt: %s\n", msg.toLocal8Bit().constData());
+  });
+}
+
+}  // namespace quintnet::viz
