@@ -1,0 +1,94 @@
+#include "core/cost_model.h"
+
+#include "core/error.h"
+
+namespace quintnet::core {
+namespace {
+
+ModelDims gpt(const std::string& name, int layers, int hidden, int heads, int seq) {
+  return ModelDims{name, false, layers, hidden, heads, 4 * hidden, 50257, seq, 0};
+}
+
+const std::vector<ModelDims>& presets() {
+  static const std::vector<ModelDims> p = {
+      gpt("gpt2-124m", 12, 768, 12, 1024),    gpt("gpt2-355m", 24, 1024, 16, 1024),
+      gpt("gpt2-774m", 36, 1280, 20, 1024),   gpt("gpt2-1.5b", 48, 1600, 25, 1024),
+      gpt("gpt3-1.3b", 24, 2048, 16, 2048),   gpt("gpt3-6.7b", 32, 4096, 32, 2048),
+      gpt("gpt3-13b", 40, 5120, 40, 2048),    gpt("gpt3-175b", 96, 12288, 96, 2048),
+  };
+  return p;
+}
+
+double layer_parameters(const ModelDims& m) {
+  return 4.0 * m.hidden * m.hidden + 2.0 * m.hidden * m.ffn + 9.0 * m.hidden;  // weights, biases, 2 LayerNorms
+}
+
+double embedding_parameters(const ModelDims& m) {
+  return m.vit ? static_cast<double>(m.patch_inputs) * m.hidden + (m.seq + 1.0) * m.hidden
+               : (static_cast<double>(m.vocab) + m.seq) * m.hidden;
+}
+
+double head_parameters(const ModelDims& m) {
+  // GPT ties the head to the embedding (no new parameters); ViT has its own.
+  return 2.0 * m.hidden + (m.vit ? static_cast<double>(m.hidden) * m.vocab : 0.0);
+}
+
+}  // namespace
+
+double ModelDims::parameters() const {
+  return layers * layer_parameters(*this) + embedding_parameters(*this) + head_parameters(*this);
+}
+
+std::vector<std::string> known_models() {
+  std::vector<std::string> names;
+  for (const auto& m : presets()) names.push_back(m.name);
+  return names;
+}
+
+ModelDims model_dims(const std::string& name) {
+  for (const auto& m : presets())
+    if (m.name == name) return m;
+  std::string list;
+  for (const auto& n : known_models()) list += (list.empty() ? "" : ", ") + n;
+  throw ConfigError("model '" + name + "' is not known to the cost model; known: " + list +
+                    " (or give a plan with the model's dimensions)");
+}
+
+ModelDims model_dims(const ModelConfig& c, int seq_len) {
+  if (c.is_gpt()) return ModelDims{"gpt2 (plan)", false, c.n_layer, c.n_embd, c.n_head, c.n_inner, c.vocab_size, seq_len, 0};
+  const int patches = (c.img_size / c.patch_size) * (c.img_size / c.patch_size);
+  return ModelDims{"vit (plan)", true, c.depth, c.hidden_dim, c.n_heads, 4 * c.hidden_dim, c.num_classes, patches + 1,
+                   c.patch_size * c.patch_size * c.in_channels};
+}
+
+StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, double bytes) {
+  StageCost c;
+  const double h = m.hidden, s = m.seq, tokens = static_cast<double>(b) * s;
+  const int layers = end - first;
+  double fwd = layers * tokens * (8.0 * h * h + 4.0 * h * m.ffn + 4.0 * s * h);
+  double params = layers * layer_parameters(m);
+  if (first == 0) {
+    params += embedding_parameters(m);
+    if (m.vit) fwd += 2.0 * b * (s - 1) * m.patch_inputs * h;
+  }
+  if (end == m.layers) {
+    params += head_parameters(m);
+    fwd += m.vit ? 2.0 * b * h * m.vocab : 2.0 * tokens * h * m.vocab;
+  }
+  c.forward_flops = fwd / tp;
+  c.backward_flops = 2.0 * c.forward_flops;
+  c.parameters = params / tp;
+  c.boundary_bytes = tokens * h * bytes;
+  c.tp_allreduce_bytes = tokens * h * bytes;
+  c.tp_allreduces_forward = tp > 1 ? 2 * layers : 0;
+  // Korthikanti et al.: s b h (34 + 5 a s / h) bytes per layer with 16-bit values,
+  // the tensor-parallel parts divided by tp (without sequence parallelism: 10 of 34 stay).
+  c.activation_bytes = layers * s * b * h * (10.0 + 24.0 / tp + 5.0 * m.heads * s / (h * tp)) * (bytes / 2.0);
+  return c;
+}
+
+double training_flops_per_sample(const ModelDims& m) {
+  return 3.0 * stage_cost(m, 0, m.layers, 1, 1).forward_flops;
+}
+
+}  // namespace quintnet::core

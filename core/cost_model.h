@@ -1,0 +1,47 @@
+#pragma once
+// The cost model: FLOPs and bytes of a transformer's pieces, from its dimensions.
+// Used by the simulator for op times (before calibration) and memory, and to report
+// MFU.  Conventions (Megatron-LM, Narayanan et al. 2021; Korthikanti et al. 2022):
+//   forward FLOPs per token per layer = 24 h^2 + 4 s h   (QKV+out 8h^2, MLP 16h^2
+//   with a 4h MLP, attention scores and values 4sh); backward = 2 x forward; the
+//   LM head 2 h V per token.  A training step is ~ 6 N + 12 L h s FLOPs per token.
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+
+namespace quintnet::core {
+
+struct ModelDims {
+  std::string name;
+  bool vit = false;
+  int layers = 0, hidden = 0, heads = 0, ffn = 0;
+  int vocab = 0;   // GPT: vocabulary; ViT: classes
+  int seq = 0;     // tokens per sample (ViT: patches + class token)
+  int patch_inputs = 0;  // ViT: patch_size^2 x channels
+  double parameters() const;  // total
+};
+
+// gpt2-124m, gpt2-355m, gpt2-774m, gpt2-1.5b, gpt3-1.3b, gpt3-6.7b, gpt3-13b, gpt3-175b;
+// throws ConfigError naming the known ones.
+ModelDims model_dims(const std::string& name);
+ModelDims model_dims(const ModelConfig& config, int seq_len);  // from a plan's model
+std::vector<std::string> known_models();
+
+// What one pipeline stage (layers [first, end) plus embedding / head when it holds
+// them) costs for one microbatch of `micro_batch` samples, per tensor-parallel rank.
+struct StageCost {
+  double forward_flops = 0, backward_flops = 0;
+  double parameters = 0;            // this rank's share
+  double boundary_bytes = 0;        // activation (or its gradient) sent to the next stage
+  double tp_allreduce_bytes = 0;    // one TP all-reduce (b x s x h activations)
+  int tp_allreduces_forward = 0;    // per microbatch forward (2 per layer); backward the same
+  double activation_bytes = 0;      // stored for the backward, per microbatch in flight
+};
+StageCost stage_cost(const ModelDims& m, int first_layer, int end_layer, int micro_batch, int tp,
+                     double bytes_per_value = 2.0);
+
+// Training FLOPs of one sample (forward + backward) for MFU.
+double training_flops_per_sample(const ModelDims& m);
+
+}  // namespace quintnet::core

@@ -1,0 +1,102 @@
+#include "sim/platform.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+
+namespace quintnet::sim {
+namespace {
+
+Platform preset(const std::string& name) {
+  Platform p;
+  p.name = name;
+  if (name == "dgx-a100") {  // 8 x A100 SXM 80 GB, NVLink 600 GB/s total, 8 x 200 Gb/s InfiniBand
+    p.peak_flops = 312e12, p.memory_bytes = 80e9, p.intra_bandwidth = 300e9, p.nic_bandwidth = 25e9;
+  } else if (name == "dgx-h100") {  // 8 x H100 SXM 80 GB, NVLink 900 GB/s total, 8 x 400 Gb/s InfiniBand
+    p.peak_flops = 989e12, p.memory_bytes = 80e9, p.intra_bandwidth = 450e9, p.nic_bandwidth = 50e9;
+  } else if (name == "h200") {  // one H200 141 GB
+    p.gpus_per_node = 1, p.nics_per_node = 1;
+    p.peak_flops = 989e12, p.memory_bytes = 141e9, p.intra_bandwidth = 450e9, p.nic_bandwidth = 50e9;
+  } else if (name == "cpu-local") {  // 2 cores, ~77 GFLOP/s each with OpenBLAS; Gloo over loopback
+    p.gpus_per_node = 8, p.nics_per_node = 1;
+    p.peak_flops = 77e9, p.efficiency = 0.3, p.memory_bytes = 24e9, p.intra_bandwidth = 2e9,
+    p.intra_latency = 50e-6, p.nic_bandwidth = 1e9, p.inter_latency = 100e-6;
+  } else if (name == "ideal") {  // for closed forms: ops cost what they are given, messages nothing
+    p.gpus_per_node = 1 << 16, p.peak_flops = 1e15, p.efficiency = 1, p.memory_bytes = 1e18,
+    p.intra_bandwidth = 1e18, p.intra_latency = 0, p.nic_bandwidth = 1e18, p.inter_latency = 0;
+  } else {
+    std::string list;
+    for (const auto& n : platform_presets()) list += (list.empty() ? "" : ", ") + n;
+    throw core::UserError("platform '" + name + "': not a preset (" + list + ") nor a JSON file");
+  }
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::string> platform_presets() { return {"dgx-a100", "dgx-h100", "h200", "cpu-local", "ideal"}; }
+
+Platform platform_from_json(const nlohmann::json& j, const std::string& origin) {
+  Platform p = j.contains("preset") ? preset(j.at("preset").get<std::string>()) : Platform{};
+  p.name = j.value("name", origin);
+  auto number = [&](const char* key, double& into, double min) {
+    if (!j.contains(key)) return;
+    if (!j.at(key).is_number() || !(j.at(key).get<double>() >= min))
+      throw core::UserError(origin + ": '" + key + "' must be a number >= " + std::to_string(min) + ", got " +
+                            j.at(key).dump());
+    into = j.at(key).get<double>();
+  };
+  double nodes = p.nodes, gpus = p.gpus_per_node, nics = p.nics_per_node;
+  number("nodes", nodes, 1);
+  number("gpus_per_node", gpus, 1);
+  number("nics_per_node", nics, 1);
+  number("peak_flops", p.peak_flops, 1);
+  number("efficiency", p.efficiency, 1e-6);
+  number("memory_bytes", p.memory_bytes, 1);
+  number("intra_bandwidth", p.intra_bandwidth, 1);
+  number("intra_latency", p.intra_latency, 0);
+  number("nic_bandwidth", p.nic_bandwidth, 1);
+  number("inter_latency", p.inter_latency, 0);
+  number("oversubscription", p.oversubscription, 1);
+  if (p.efficiency > 1) throw core::UserError(origin + ": 'efficiency' is a fraction of peak, at most 1");
+  p.nodes = static_cast<int>(nodes);
+  p.gpus_per_node = static_cast<int>(gpus);
+  p.nics_per_node = static_cast<int>(nics);
+  static const std::vector<std::string> known = {"preset", "name", "nodes", "gpus_per_node", "nics_per_node",
+                                                 "peak_flops", "efficiency", "memory_bytes", "intra_bandwidth",
+                                                 "intra_latency", "nic_bandwidth", "inter_latency", "oversubscription"};
+  for (const auto& [key, value] : j.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      throw core::UserError(origin + ": unknown field '" + key + "'");
+  return p;
+}
+
+nlohmann::json platform_to_json(const Platform& p) {
+  return {{"name", p.name}, {"nodes", p.nodes}, {"gpus_per_node", p.gpus_per_node}, {"nics_per_node", p.nics_per_node},
+          {"peak_flops", p.peak_flops}, {"efficiency", p.efficiency}, {"memory_bytes", p.memory_bytes},
+          {"intra_bandwidth", p.intra_bandwidth}, {"intra_latency", p.intra_latency},
+          {"nic_bandwidth", p.nic_bandwidth}, {"inter_latency", p.inter_latency},
+          {"oversubscription", p.oversubscription}};
+}
+
+Platform load_platform(const std::string& name_or_file, int nodes) {
+  Platform p;
+  if (std::filesystem::exists(name_or_file)) {
+    std::ifstream in(name_or_file);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw core::UserError(name_or_file + ": not a JSON platform description (" + e.what() + ")");
+    }
+    if (!j.is_object()) throw core::UserError(name_or_file + ": a platform description is a JSON object");
+    p = platform_from_json(j, name_or_file);
+  } else {
+    p = preset(name_or_file);
+  }
+  if (nodes > 0) p.nodes = nodes;
+  return p;
+}
+
+}  // namespace quintnet::sim

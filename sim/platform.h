@@ -1,0 +1,39 @@
+#pragma once
+// A cluster described for the simulator: nodes of GPUs (peak FLOP/s, achievable
+// efficiency, memory), the links inside a node and the network between nodes.
+// Presets: dgx-a100, dgx-h100, h200 (one GPU), cpu-local (this kind of 2-core
+// machine, to be calibrated), ideal (infinite bandwidth, no latency: closed forms).
+// Or a JSON file with the same fields (docs/SIMULATOR.md).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace quintnet::sim {
+
+struct Platform {
+  std::string name;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  double peak_flops = 312e12;  // per GPU, dense 16-bit
+  double efficiency = 0.5;     // achievable fraction of peak for the model's matmuls
+  double memory_bytes = 80e9;  // per GPU
+  double intra_bandwidth = 300e9;  // bytes/s, per GPU, each direction (NVLink)
+  double intra_latency = 2e-6;     // seconds, GPU to GPU inside a node
+  int nics_per_node = 8;
+  double nic_bandwidth = 25e9;  // bytes/s per NIC, each direction
+  double inter_latency = 5e-6;  // seconds, node to node
+  double oversubscription = 1.0;  // fat-tree: bisection = nodes x NICs x bandwidth / this
+
+  int gpus() const { return nodes * gpus_per_node; }
+  double gpu_flops() const { return peak_flops * efficiency; }
+};
+
+std::vector<std::string> platform_presets();
+// A preset name or a JSON file; `nodes` > 0 overrides the node count.  Throws
+// core::UserError naming the preset list or the file, field and problem.
+Platform load_platform(const std::string& name_or_file, int nodes = 0);
+Platform platform_from_json(const nlohmann::json& j, const std::string& origin);
+nlohmann::json platform_to_json(const Platform& p);
+
+}  // namespace quintnet::sim

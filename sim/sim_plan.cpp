@@ -1,0 +1,81 @@
+#include "sim/sim_plan.h"
+
+#include "core/error.h"
+#include "core/schedule_generators.h"
+#include "core/schedule_validator.h"
+
+namespace quintnet::sim {
+
+SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const std::string& model_override,
+                      int seq_len) {
+  const int world = plan.world_size();
+  if (world > platform.gpus())
+    throw core::UserError("the mesh " + plan.mesh().shape_string() + " needs " + std::to_string(world) +
+                          " GPUs; platform '" + platform.name + "' has " + std::to_string(platform.gpus()) + " (" +
+                          std::to_string(platform.nodes) + " nodes x " + std::to_string(platform.gpus_per_node) +
+                          "); use --nodes");
+  const core::ModelDims m = model_override.empty()
+                                ? core::model_dims(plan.model, seq_len > 0 ? seq_len : plan.max_seq_length)
+                                : core::model_dims(model_override);
+  core::ModelDims dims = m;
+  if (seq_len > 0 && !dims.vit) dims.seq = seq_len;
+  SimPlan s;
+  s.model = dims.name;
+  s.tp = plan.tp();
+  s.dp = plan.dp();
+  const int pp = plan.pp(), chunks = plan.virtual_stages, stages = pp * chunks;
+  if (dims.layers < stages)
+    throw core::ConfigError("the model has " + std::to_string(dims.layers) + " layers, fewer than the " +
+                            std::to_string(stages) + " pipeline stages");
+  s.schedule = core::make_schedule(plan.schedule_kind(), pp, plan.microbatches(), chunks);
+  const int b = plan.micro_batch_size();
+  const double bytes = plan.device_type == "cpu" ? 4.0 : 2.0;  // fp32 on CPU, 16-bit on GPUs
+  const core::ScheduleStats shape = core::simulate_schedule(s.schedule);
+  for (int r = 0; r < pp; ++r) {
+    double fwd = 0, params = 0, activations = 0;
+    for (int c = 0; c < chunks; ++c) {
+      const int stage = c * pp + r;
+      // Layers split as evenly as possible; the first stages take the remainder.
+      const int base = dims.layers / stages, extra = dims.layers % stages;
+      const int first = stage * base + std::min(stage, extra), end = first + base + (stage < extra ? 1 : 0);
+      const core::StageCost cost = core::stage_cost(dims, first, end, b, s.tp, bytes);
+      fwd += cost.forward_flops;
+      params += cost.parameters;
+      activations = std::max(activations, cost.activation_bytes);
+      s.p2p_bytes = cost.boundary_bytes;
+      s.tp_allreduce_bytes = cost.tp_allreduce_bytes;
+      s.tp_allreduces_per_op = cost.tp_allreduces_forward;  // per F (and per B) of one chunk
+    }
+    const double speed = platform.gpu_flops();
+    s.forward_s.push_back(fwd / speed);
+    s.backward_input_s.push_back(fwd / speed);  // dX and dW each cost one forward
+    s.backward_weight_s.push_back(fwd / speed);
+    s.dp_grad_bytes.push_back(params * bytes);
+    // Weights + gradients in 16 bits, fp32 master copy and two Adam moments: 16 bytes per
+    // parameter (fp32 everywhere on CPU: the same 16); activations x peak in flight.
+    s.memory_bytes.push_back(params * 16.0 + activations * shape.peak_activations[r]);
+  }
+  // Optimizer: ~16 bytes read and written per parameter at HBM speed; folded into a small time.
+  s.optimizer_s = 0;
+  s.samples_per_step = plan.batch_size;
+  s.tokens_per_sample = dims.seq;
+  s.flops_per_step = core::training_flops_per_sample(dims) * plan.batch_size;
+  return s;
+}
+
+SimPlan uniform_sim_plan(core::ScheduleKind kind, int pp, int microbatches, int chunks, double tf, double tb,
+                         double tw, double p2p_bytes) {
+  SimPlan s;
+  s.model = "uniform";
+  s.schedule = core::make_schedule(kind, pp, microbatches, chunks);
+  s.forward_s.assign(pp, tf);
+  s.backward_input_s.assign(pp, tb);
+  s.backward_weight_s.assign(pp, tw);
+  s.dp_grad_bytes.assign(pp, 0);
+  s.memory_bytes.assign(pp, 0);
+  s.p2p_bytes = p2p_bytes;
+  s.samples_per_step = microbatches;
+  return s;
+}
+
+}  // namespace quintnet::sim

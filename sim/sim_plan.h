@@ -1,0 +1,43 @@
+#pragma once
+// What the simulator runs: the schedule every pipeline rank interprets (the same
+// core::Schedule the executor runs), what each op costs in seconds, and what each
+// message and collective carries.  Built from a core::Plan and the cost model
+// (make_sim_plan) or from uniform op times (closed-form checks, teaching).
+#include <string>
+#include <vector>
+
+#include "core/cost_model.h"
+#include "core/plan.h"
+#include "core/schedule.h"
+#include "sim/platform.h"
+
+namespace quintnet::sim {
+
+struct SimPlan {
+  core::Schedule schedule;
+  int tp = 1, dp = 1;
+  // Seconds of one pipeline rank's whole share of the model per microbatch (a chunk
+  // costs 1/chunks of it), per pipeline rank; B costs backward_input + backward_weight.
+  std::vector<double> forward_s, backward_input_s, backward_weight_s;
+  double optimizer_s = 0;
+  double p2p_bytes = 0;              // one activation (or gradient) message
+  double tp_allreduce_bytes = 0;     // one TP all-reduce; tp_allreduces_per_op of them per F and per B
+  int tp_allreduces_per_op = 0;
+  std::vector<double> dp_grad_bytes;  // per pipeline rank: gradients all-reduced over dp per step
+  // Reporting.
+  double samples_per_step = 0, tokens_per_sample = 0, flops_per_step = 0;
+  std::vector<double> memory_bytes;  // per pipeline rank: weights, grads, optimizer, activations
+  std::string model;
+};
+
+// From a plan (its model, or `model_override` from core::known_models(), with
+// `seq_len`) and the platform's GPU speed.  Throws core::UserError for a plan that
+// does not fit the platform (too many ranks) — memory is checked by the caller.
+SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const std::string& model_override = "",
+                      int seq_len = 0);
+
+// Uniform op times (seconds) on `pp` ranks, tp = dp = 1, messages of `p2p_bytes`.
+SimPlan uniform_sim_plan(core::ScheduleKind kind, int pp, int microbatches, int chunks, double tf, double tb,
+                         double tw, double p2p_bytes = 0);
+
+}  // namespace quintnet::sim

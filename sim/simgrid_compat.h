@@ -1,0 +1,28 @@
+#pragma once
+// Every SimGrid call whose name or signature changes between 3.32 and 4.x (zone and
+// host creation, routes, actor creation), in one place.
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/platform.h"
+
+namespace simgrid::s4u {
+class Host;
+}
+
+namespace quintnet::sim {
+
+// Creates the engine's platform: one host per rank (GPU) at the platform's achievable
+// speed, each with a split-duplex link into its node (bandwidth intra_bandwidth,
+// latency intra_latency / 2 so a GPU-to-GPU route has intra_latency), one per NIC
+// for leaving the node, and a shared core link (bisection / oversubscription).
+// Routes are added for `pairs` (src rank, dst rank) only: the messages a plan sends.
+std::vector<simgrid::s4u::Host*> build_platform(const Platform& p, int ranks,
+                                                const std::vector<std::pair<int, int>>& pairs);
+
+// Starts an actor named `name` on `host` running `body`.
+void start_actor(const std::string& name, simgrid::s4u::Host* host, std::function<void()> body);
+
+}  // namespace quintnet::sim

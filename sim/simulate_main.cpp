@@ -1,0 +1,136 @@
+// quintnet-simulate: predict one training step of a plan on a described cluster.
+//   quintnet simulate --config experiments/configs/vit_3d.yaml --platform cpu-local
+//   quintnet simulate --config plan.yaml --model gpt3-175b --platform dgx-a100 --nodes 128
+//   quintnet simulate --uniform 1,2 --schedule 1f1b --pp 4 --microbatches 8 --platform ideal
+//   quintnet simulate --allreduce 1e9 --ranks 8 --platform dgx-a100
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "core/cli/args.h"
+#include "core/cli/main_guard.h"
+#include "core/error.h"
+#include "sim/simulation.h"
+
+namespace {
+
+using namespace quintnet;
+using core::cli::Args;
+using core::cli::OptionSpec;
+using core::cli::UsageError;
+
+const std::vector<OptionSpec> kOptions = {
+    {"config", "PLAN", "the plan to simulate (YAML/JSON; the executor's plans load unchanged)"},
+    {"platform", "NAME|FILE", "dgx-a100, dgx-h100, h200, cpu-local, ideal, or a JSON description [dgx-a100]"},
+    {"nodes", "N", "override the platform's node count"},
+    {"model", "NAME", "simulate this model instead of the plan's (gpt2-124m ... gpt3-175b)"},
+    {"seq", "N", "sequence length for GPT models [the model's]"},
+    {"trace", "FILE", "write the simulated step as a Chrome trace (source: sim)"},
+    {"json", "", "print the summary as JSON"},
+    {"uniform", "TF,TB[,TW]", "uniform op times in seconds instead of a plan (with --schedule --pp --microbatches)"},
+    {"schedule", "NAME", "with --uniform: afab, 1f1b, interleaved, zb-h1 [1f1b]"},
+    {"pp", "P", "with --uniform: pipeline ranks [4]"},
+    {"microbatches", "M", "with --uniform: microbatches [8]"},
+    {"chunks", "V", "with --uniform: chunks per rank [2 for interleaved]"},
+    {"p2p-bytes", "BYTES", "with --uniform: bytes of each activation message [0]"},
+    {"allreduce", "BYTES", "simulate one ring all-reduce of BYTES over --ranks GPUs and print its time"},
+    {"ranks", "N", "with --allreduce: ranks in the ring [8]"},
+};
+
+double number(const Args& args, const std::string& name, double fallback) {
+  const auto v = args.get_doubles(name, 1, 1);
+  return v.empty() ? fallback : v[0];
+}
+
+std::string gib(double bytes) {
+  char s[32];
+  std::snprintf(s, sizeof(s), "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  return s;
+}
+
+int simulate(int argc, char** argv) {
+  Args args("quintnet simulate", kOptions, argc, argv);
+  if (args.help_requested()) {
+    std::cout << args.usage("--config PLAN [--platform NAME|FILE] [--nodes N] [--model NAME] [--trace F] [--json]")
+              << "\nPredicts one training step with SimGrid: step time, bubbles, throughput, MFU, memory.\n";
+    return 0;
+  }
+  const sim::Platform platform = sim::load_platform(args.get("platform", "dgx-a100"), args.get_int("nodes", 0, 0, 1 << 20));
+  const auto wall0 = std::chrono::steady_clock::now();
+
+  if (args.value("allreduce")) {
+    const double bytes = number(args, "allreduce", 0);
+    const int n = args.get_int("ranks", 8, 1, 1 << 20);
+    if (n > platform.gpus()) throw core::UserError("--ranks " + std::to_string(n) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
+    const double t = sim::simulate_ring_allreduce(bytes, n, platform);
+    if (args.flag("json")) std::printf("{\"allreduce_s\": %.17g, \"bytes\": %.17g, \"ranks\": %d}\n", t, bytes, n);
+    else std::printf("ring all-reduce of %.4g bytes over %d ranks: %.6g s\n", bytes, n, t);
+    return 0;
+  }
+
+  sim::SimPlan plan;
+  std::string what;
+  if (args.value("uniform")) {
+    const auto c = args.get_doubles("uniform", 2, 3);
+    const core::ScheduleKind kind = core::parse_schedule_kind(args.get("schedule", "1f1b"));
+    const int pp = args.get_int("pp", 4, 1, 4096), m = args.get_int("microbatches", 8, 1, 1 << 20);
+    const int v = args.get_int("chunks", kind == core::ScheduleKind::Interleaved ? 2 : 1, 1, 64);
+    if (pp > platform.gpus()) throw core::UserError("--pp " + std::to_string(pp) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
+    plan = sim::uniform_sim_plan(kind, pp, m, v, c[0], c[1], c.size() > 2 ? c[2] : 0.0, number(args, "p2p-bytes", 0));
+    what = "uniform ops";
+  } else {
+    const auto config = args.value("config");
+    if (!config) throw UsageError("--config PLAN is required (or --uniform / --allreduce)");
+    const core::LoadedPlan loaded = core::load_plan(*config);
+    plan = sim::make_sim_plan(loaded.plan, platform, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24));
+    what = plan.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
+    for (size_t r = 0; r < plan.memory_bytes.size(); ++r)
+      if (plan.memory_bytes[r] > platform.memory_bytes)
+        throw core::UserError("the plan does not fit: pipeline rank " + std::to_string(r) + " needs " +
+                              gib(plan.memory_bytes[r]) + " per GPU (weights, gradients, optimizer state and " +
+                              "activations), the platform's GPUs have " + gib(platform.memory_bytes) +
+                              "; use more tp/pp, fewer microbatches in flight or a smaller micro-batch");
+  }
+
+  const sim::SimResult r = sim::simulate_step(plan, platform);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  const int world = static_cast<int>(r.busy_s.size());
+  double busy = 0, comm = 0, peak_memory = 0;
+  for (int i = 0; i < world; ++i) busy += r.busy_s[i], comm += r.exposed_comm_s[i];
+  for (double m : plan.memory_bytes) peak_memory = std::max(peak_memory, m);
+  const double step = r.step_time_s;
+  const double samples_s = step > 0 ? plan.samples_per_step / step : 0;
+  const double mfu = step > 0 && plan.flops_per_step > 0 ? plan.flops_per_step / (world * platform.peak_flops * step) : 0;
+  if (!args.get("trace", "").empty()) {
+    core::Trace t = r.trace;
+    t.platform = sim::platform_to_json(platform);
+    t.summary = {{"step_time_us", step * 1e6}, {"bubble_fraction", r.bubble_fraction}};
+    core::write_trace(t, args.get("trace", ""));
+  }
+  if (args.flag("json")) {
+    std::printf("{\"step_time_s\": %.17g, \"bubble_fraction\": %.17g, \"samples_per_s\": %.17g, \"tokens_per_s\": %.17g, "
+                "\"mfu\": %.6g, \"peak_memory_bytes\": %.17g, \"compute_fraction\": %.6g, \"exposed_comm_fraction\": %.6g, "
+                "\"ranks\": %d, \"events\": %zu, \"wall_s\": %.4g}\n",
+                step, r.bubble_fraction, samples_s, samples_s * plan.tokens_per_sample, mfu, peak_memory,
+                busy / (world * step), comm / (world * step), world, r.trace.events.size(), wall);
+    return 0;
+  }
+  std::printf("simulated: %s on %s (%d ranks)\n", what.c_str(), platform.name.c_str(), world);
+  std::printf("  step time        %.6g s\n", step);
+  std::printf("  bubble fraction  %.4f\n", r.bubble_fraction);
+  std::printf("  throughput       %.4g samples/s", samples_s);
+  if (plan.tokens_per_sample > 0) std::printf(", %.4g tokens/s", samples_s * plan.tokens_per_sample);
+  std::printf("\n");
+  if (mfu > 0) std::printf("  MFU              %.1f%%\n", 100 * mfu);
+  if (peak_memory > 0) std::printf("  peak memory      %s per GPU of %s\n", gib(peak_memory).c_str(), gib(platform.memory_bytes).c_str());
+  std::printf("  time per rank    compute %.1f%%, exposed communication %.1f%%, idle %.1f%%\n",
+              100 * busy / (world * step), 100 * comm / (world * step), 100 * (1 - (busy + comm) / (world * step)));
+  std::printf("  (%zu events simulated in %.2f s wall)\n", r.trace.events.size(), wall);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return quintnet::core::cli::guarded_main("quintnet simulate", [&] { return simulate(argc, argv); });
+}

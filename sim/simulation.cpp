@@ -1,0 +1,242 @@
+#include "sim/simulation.h"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <simgrid/s4u.hpp>
+
+#include "core/mesh.h"
+#include "core/schedule_trace.h"
+#include "core/trace_analysis.h"
+#include "sim/simgrid_compat.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace quintnet::sim {
+namespace {
+
+// The ranks of a group and this rank's index in it; collectives count their calls so
+// every member's n-th all-reduce meets the others' n-th.
+struct RingGroup {
+  std::string name;
+  std::vector<int> ranks;
+  int index = 0;
+  int calls = 0;
+};
+
+sg4::Mailbox* eager_mailbox(const std::string& name, int receiver, const std::vector<sg4::ActorPtr>& actors) {
+  sg4::Mailbox* box = sg4::Mailbox::by_name(name);
+  // A permanent receiver makes the transfer start as soon as the send is posted.
+  if (receiver < static_cast<int>(actors.size()) && actors[receiver]) box->set_receiver(actors[receiver]);
+  return box;
+}
+
+// A ring all-reduce of `bytes`: 2(n-1) steps of bytes/n to the ring successor.  The
+// steps are folded into one transfer of 2(n-1)/n x bytes over the same route (the same
+// bytes on the same links) plus the 2(n-1) - 1 further route latencies, which keeps
+// the closed form 2(n-1)(a + S/(nB)) exact and the simulation at one message per
+// member and collective, what lets a 1024-GPU step run in seconds.  `count` folds
+// that many back-to-back all-reduces of the same size (the 2 per layer of an op).
+void ring_allreduce(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>& actors, double latency, int count = 1) {
+  const int n = static_cast<int>(g.ranks.size());
+  if (n <= 1 || count <= 0) return;
+  const int call = g.calls++;
+  const int next = g.ranks[(g.index + 1) % n], me = g.ranks[g.index];
+  static char token;
+  const std::string tag = g.name + ":" + std::to_string(call) + ":";
+  const double volume = count * 2.0 * (n - 1) / n * bytes;
+  sg4::CommPtr send = eager_mailbox(tag + std::to_string(next), next, actors)->put_async(&token, static_cast<uint64_t>(volume));
+  eager_mailbox(tag + std::to_string(me), me, actors)->get<char>();
+  send->wait();
+  const double more_latency = (count * 2.0 * (n - 1) - 1) * latency;
+  if (more_latency > 0) sg4::this_actor::sleep_for(more_latency);
+}
+
+// The engine, quiet, with the network model where latency and bandwidth mean what
+// they say (CM02; SimGrid's default LV08 scales both), no TCP window limit and no
+// acknowledgement traffic (which takes 5% of the reverse direction's bandwidth).
+sg4::Engine make_engine() {
+  static int argc = 5;
+  static char name[] = "quintnet-simulate", log[] = "--log=root.thres:warning", model[] = "--cfg=network/model:CM02",
+              gamma[] = "--cfg=network/TCP-gamma:0", cross[] = "--cfg=network/crosstraffic:0";
+  static char* argv[] = {name, log, model, gamma, cross, nullptr};
+  return sg4::Engine(&argc, argv);
+}
+
+std::string message_box(int to_rank, bool grad, int mb, int stage) {
+  return "p2p:" + std::to_string(to_rank) + (grad ? ":g:" : ":a:") + std::to_string(mb) + ":" + std::to_string(stage);
+}
+
+struct Recorder {
+  core::Trace trace;
+  void add(int rank, core::Lane lane, const std::string& kind, const std::string& name, double t0, double t1,
+           int mb = -1, int chunk = -1, double bytes = 0, int peer = -1) {
+    core::TraceEvent e;
+    e.name = name;
+    e.kind = kind;
+    e.rank = rank;
+    e.lane = lane;
+    e.ts_us = t0 * 1e6;
+    e.dur_us = (t1 - t0) * 1e6;
+    e.mb = mb;
+    e.chunk = chunk;
+    e.bytes = static_cast<std::int64_t>(bytes);
+    e.peer = peer;
+    trace.events.push_back(std::move(e));
+  }
+};
+
+}  // namespace
+
+SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
+  const core::Schedule& s = plan.schedule;
+  const core::Mesh mesh({plan.dp, plan.tp, s.pp}, {"dp", "tp", "pp"});
+  const int world = mesh.world_size();
+
+  // The (src, dst) pairs that exchange messages: stage neighbours and ring neighbours.
+  std::set<std::pair<int, int>> pairs;
+  for (int r = 0; r < world; ++r) {
+    const int pp = mesh.coord(r, "pp"), tp = mesh.coord(r, "tp"), dp = mesh.coord(r, "dp");
+    auto rank_at = [&](int d, int t, int p) { return mesh.rank({d, t, p}); };
+    if (plan.tp > 1) pairs.insert({r, rank_at(dp, (tp + 1) % plan.tp, pp)});
+    if (plan.dp > 1) pairs.insert({r, rank_at((dp + 1) % plan.dp, tp, pp)});
+    if (s.pp > 1) {
+      pairs.insert({r, rank_at(dp, tp, (pp + 1) % s.pp)});
+      pairs.insert({r, rank_at(dp, tp, (pp + s.pp - 1) % s.pp)});
+    }
+  }
+  sg4::Engine engine = make_engine();
+  const auto hosts = build_platform(platform, world, {pairs.begin(), pairs.end()});
+
+  // Latency of a ring hop: inside a node, or (when the group spans nodes) the slowest hop.
+  auto route_latency = [&](const RingGroup& g) {
+    const int first_node = g.ranks.front() / platform.gpus_per_node, last_node = g.ranks.back() / platform.gpus_per_node;
+    return first_node == last_node ? platform.intra_latency : platform.intra_latency + platform.inter_latency;
+  };
+  auto recorder = std::make_shared<Recorder>();
+  auto actors = std::make_shared<std::vector<sg4::ActorPtr>>(world);
+  auto posted = std::make_shared<std::map<std::string, double>>();  // message -> when its send was posted
+  SimResult result;
+  result.busy_s.assign(world, 0);
+  result.exposed_comm_s.assign(world, 0);
+  for (int r = 0; r < world; ++r) {
+    start_actor("rank" + std::to_string(r), hosts[r], [&, r, recorder, actors, posted] {
+      (*actors)[r] = sg4::Actor::self();
+      sg4::this_actor::yield();  // every actor registers before the first message
+      const int pp = mesh.coord(r, "pp"), tp = mesh.coord(r, "tp"), dp = mesh.coord(r, "dp");
+      RingGroup tp_group{"tp" + std::to_string(pp) + "." + std::to_string(dp), {}, tp, 0};
+      for (int t = 0; t < plan.tp; ++t) tp_group.ranks.push_back(mesh.rank({dp, t, pp}));
+      RingGroup dp_group{"dp" + std::to_string(pp) + "." + std::to_string(tp), {}, dp, 0};
+      for (int d = 0; d < plan.dp; ++d) dp_group.ranks.push_back(mesh.rank({d, tp, pp}));
+      auto rank_of_stage = [&](int stage) {
+        return mesh.rank({dp, tp, s.rank_of_stage(stage)});
+      };
+      const double speed = hosts[r]->get_speed();
+      auto compute = [&](double seconds, const std::string& kind, const core::Action& a) {
+        const double t0 = sg4::Engine::get_clock();
+        if (seconds > 0) sg4::this_actor::execute(seconds * speed);
+        const double t1 = sg4::Engine::get_clock();
+        result.busy_s[r] += t1 - t0;
+        recorder->add(r, core::Lane::Compute, kind, core::action_name(a.kind) + std::to_string(a.mb), t0, t1, a.mb,
+                      a.chunk);
+        if (plan.tp > 1 && plan.tp_allreduces_per_op > 0) {
+          const double c0 = sg4::Engine::get_clock();
+          ring_allreduce(tp_group, plan.tp_allreduce_bytes, *actors, route_latency(tp_group), plan.tp_allreduces_per_op);
+          const double c1 = sg4::Engine::get_clock();
+          result.exposed_comm_s[r] += c1 - c0;
+          recorder->add(r, core::Lane::TpCollective, "allreduce", "tp allreduce", c0, c1, a.mb, a.chunk,
+                        plan.tp_allreduce_bytes);
+        }
+      };
+      std::vector<sg4::CommPtr> sends;
+      static char payload;
+      const double v = s.chunks;
+      for (const core::Action& a : s.ranks[pp]) {
+        const int stage = s.stage(pp, a.chunk);
+        switch (a.kind) {
+          case core::ActionKind::Forward: compute(plan.forward_s[pp] / v, "forward", a); break;
+          case core::ActionKind::Backward:
+            compute((plan.backward_input_s[pp] + plan.backward_weight_s[pp]) / v, "backward", a);
+            break;
+          case core::ActionKind::BackwardInput: compute(plan.backward_input_s[pp] / v, "backward-input", a); break;
+          case core::ActionKind::BackwardWeight: compute(plan.backward_weight_s[pp] / v, "backward-weight", a); break;
+          case core::ActionKind::SendAct:
+          case core::ActionKind::SendGrad: {
+            const bool grad = a.kind == core::ActionKind::SendGrad;
+            const int to = rank_of_stage(stage + (grad ? -1 : 1));
+            const double t0 = sg4::Engine::get_clock();
+            const std::string box = message_box(to, grad, a.mb, stage + (grad ? -1 : 1));
+            (*posted)[box] = t0;
+            sends.push_back(eager_mailbox(box, to, *actors)->put_async(&payload, static_cast<uint64_t>(plan.p2p_bytes)));
+            recorder->add(r, core::Lane::P2P, "send", core::action_name(a.kind) + std::string(" ") + std::to_string(a.mb),
+                          t0, t0, a.mb, a.chunk, plan.p2p_bytes, to);
+            break;
+          }
+          case core::ActionKind::RecvAct:
+          case core::ActionKind::RecvGrad: {
+            const bool grad = a.kind == core::ActionKind::RecvGrad;
+            const int from = rank_of_stage(stage + (grad ? 1 : -1));
+            const double t0 = sg4::Engine::get_clock();
+            const std::string box = message_box(r, grad, a.mb, stage);
+            eager_mailbox(box, r, *actors)->get<char>();
+            const double t1 = sg4::Engine::get_clock();
+            // Waiting for the sender to get there is a bubble; waiting for the bytes is communication.
+            result.exposed_comm_s[r] += t1 - std::max(t0, (*posted)[box]);
+            recorder->add(r, core::Lane::P2P, "recv", core::action_name(a.kind) + std::string(" ") + std::to_string(a.mb),
+                          t0, t1, a.mb, a.chunk, plan.p2p_bytes, from);
+            break;
+          }
+          case core::ActionKind::GradSync: {
+            const double t0 = sg4::Engine::get_clock();
+            ring_allreduce(dp_group, plan.dp_grad_bytes[pp] / v, *actors, route_latency(dp_group));
+            const double t1 = sg4::Engine::get_clock();
+            result.exposed_comm_s[r] += t1 - t0;
+            recorder->add(r, core::Lane::DpCollective, "allreduce", "dp allreduce", t0, t1, -1, a.chunk,
+                          plan.dp_grad_bytes[pp] / v);
+            break;
+          }
+          case core::ActionKind::OptimizerStep: {
+            const double t0 = sg4::Engine::get_clock();
+            if (plan.optimizer_s > 0) sg4::this_actor::execute(plan.optimizer_s * speed);
+            recorder->add(r, core::Lane::Compute, "optimizer", "OPTIMIZER_STEP", t0, sg4::Engine::get_clock());
+            break;
+          }
+        }
+      }
+      for (auto& c : sends) c->wait();
+    });
+  }
+  engine.run();
+
+  core::Trace& t = recorder->trace;
+  t.source = "sim";
+  for (int r = 0; r < world; ++r)
+    t.ranks.push_back({mesh.coord(r, "dp"), mesh.coord(r, "tp"), mesh.coord(r, "pp")});
+  for (const auto& e : t.events) result.step_time_s = std::max(result.step_time_s, e.end_us() / 1e6);
+  result.bubble_fraction = core::measured_bubble_fraction(t);
+  result.trace = std::move(t);
+  return result;
+}
+
+double simulate_ring_allreduce(double bytes, int ranks, const Platform& platform) {
+  std::vector<std::pair<int, int>> pairs;
+  for (int r = 0; r < ranks; ++r) pairs.push_back({r, (r + 1) % ranks});
+  sg4::Engine engine = make_engine();
+  const auto hosts = build_platform(platform, ranks, ranks > 1 ? pairs : std::vector<std::pair<int, int>>{});
+  auto actors = std::make_shared<std::vector<sg4::ActorPtr>>(ranks);
+  double end = 0;
+  for (int r = 0; r < ranks; ++r)
+    start_actor("rank" + std::to_string(r), hosts[r], [&, r, actors] {
+      (*actors)[r] = sg4::Actor::self();
+      sg4::this_actor::yield();
+      RingGroup g{"ring", {}, r, 0};
+      for (int k = 0; k < ranks; ++k) g.ranks.push_back(k);
+      ring_allreduce(g, bytes, *actors, ranks > platform.gpus_per_node ? platform.inter_latency + platform.intra_latency
+                                                                       : platform.intra_latency);
+      end = std::max(end, sg4::Engine::get_clock());
+    });
+  engine.run();
+  return end;
+}
+
+}  // namespace quintnet::sim

@@ -1,0 +1,39 @@
+#pragma once
+// The SimGrid model of a training step: one S4U actor per rank interprets its
+// pipeline rank's core::Schedule action list — the lists the executor runs.
+//   F / B / BI / BW   an execution of the op's time on the rank's GPU, then (tp > 1)
+//                     its tensor-parallel all-reduces as ring all-reduces over the
+//                     tp group's routes
+//   SEND_*            an asynchronous message to the peer stage's rank (eager: the
+//                     transfer starts when posted), completed before the step ends
+//   RECV_*            waits for that message
+//   GRAD_SYNC         ring all-reduce of the chunk's gradients over the dp group
+//   OPTIMIZER_STEP    an execution of the optimizer's time
+// Ring all-reduce of S bytes over n ranks: 2(n-1) steps, each sending S/n bytes to
+// the next rank while receiving from the previous; with link bandwidth B and route
+// latency a it takes 2(n-1)(a + S/(n B)).
+#include <string>
+#include <vector>
+
+#include "core/trace.h"
+#include "sim/platform.h"
+#include "sim/sim_plan.h"
+
+namespace quintnet::sim {
+
+struct SimResult {
+  double step_time_s = 0;
+  double bubble_fraction = 0;           // core::measured_bubble_fraction of the trace
+  std::vector<double> busy_s;           // compute time per rank
+  std::vector<double> exposed_comm_s;   // time per rank blocked in receives and collectives
+  core::Trace trace;                    // source "sim"
+};
+
+// Simulates one training step.  Only once per process: SimGrid has one engine.
+SimResult simulate_step(const SimPlan& plan, const Platform& platform);
+
+// One ring all-reduce of `bytes` over `ranks` consecutive GPUs of the platform
+// (the collective alone, for checking the formula).  Also once per process.
+double simulate_ring_allreduce(double bytes, int ranks, const Platform& platform);
+
+}  // namespace quintnet::sim

@@ -1,0 +1,106 @@
+// The simulator against closed forms, each simulation a quintnet-simulate process
+// (SimGrid allows one engine per process): uniform op costs on an ideal network give
+// (m+p-1)(tf+tb) for AFAB and 1F1B; the bubble equals core's statistic for every
+// schedule; a ring all-reduce takes 2(n-1)(a + S/(nB)); bad input exits 2.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/run_command.h"
+#include "core/schedule_generators.h"
+#include "core/trace.h"
+#include "core/schedule_validator.h"
+
+namespace {
+
+using quintnet::testing_util::bin;
+using quintnet::testing_util::run_command;
+using quintnet::testing_util::write_file;
+namespace core = quintnet::core;
+
+nlohmann::json simulate(const std::string& args) {
+  const auto r = run_command(bin("quintnet-simulate") + " " + args + " --json");
+  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+  return r.code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+}
+
+}  // namespace
+
+TEST(Simulator, UniformPipelineStepTimeIsTheClosedForm) {
+  for (const char* schedule : {"afab", "1f1b"})
+    for (auto [p, m] : std::vector<std::pair<int, int>>{{2, 2}, {4, 8}, {8, 3}, {3, 16}}) {
+      const double tf = 0.7, tb = 1.9;
+      const auto j = simulate("--uniform 0.7,1.9 --schedule " + std::string(schedule) + " --pp " + std::to_string(p) +
+                              " --microbatches " + std::to_string(m) + " --platform ideal");
+      const double expected = (m + p - 1) * (tf + tb);
+      EXPECT_NEAR(j.value("step_time_s", 0.0), expected, 1e-6 * expected) << schedule << " p " << p << " m " << m;
+    }
+}
+
+TEST(Simulator, BubbleEqualsCoresStatisticForEverySchedule) {
+  for (const char* schedule : {"afab", "1f1b", "interleaved", "zb-h1"}) {
+    const core::ScheduleKind kind = core::parse_schedule_kind(schedule);
+    const int chunks = kind == core::ScheduleKind::Interleaved ? 2 : 1;
+    core::OpCosts costs;
+    costs.forward = 1;
+    costs.backward_input = 1.5;
+    costs.backward_weight = kind == core::ScheduleKind::ZbH1 ? 0.5 : 0.0;
+    const auto stats = core::simulate_schedule(core::make_schedule(kind, 4, 8, chunks), costs);
+    const auto j = simulate("--uniform 1,1.5," + std::string(kind == core::ScheduleKind::ZbH1 ? "0.5" : "0") +
+                            " --schedule " + schedule + " --pp 4 --microbatches 8 --chunks " + std::to_string(chunks) +
+                            " --platform ideal");
+    EXPECT_NEAR(j.value("bubble_fraction", -1.0), stats.bubble_fraction, 1e-6) << schedule;
+    EXPECT_NEAR(j.value("step_time_s", -1.0), stats.step_time, 1e-6 * stats.step_time) << schedule;
+  }
+}
+
+TEST(Simulator, RingAllReduceTakesTwoNMinusOneHopsOfLatencyAndAShare) {
+  // One node of 16 GPUs: B = 100 GB/s per direction, a = 5 us between two GPUs.
+  const std::string platform = write_file("ring_platform.json",
+                                          R"({"name": "ring", "nodes": 1, "gpus_per_node": 16,
+                                              "intra_bandwidth": 1e11, "intra_latency": 5e-6})");
+  for (int n : {2, 4, 8, 16})
+    for (double bytes : {1e3, 1e6, 1e9}) {
+      const auto j = simulate("--allreduce " + std::to_string(bytes) + " --ranks " + std::to_string(n) +
+                              " --platform " + platform);
+      const double expected = 2.0 * (n - 1) * (5e-6 + bytes / (n * 1e11));
+      EXPECT_NEAR(j.value("allreduce_s", -1.0), expected, 1e-6 * expected) << "n " << n << " bytes " << bytes;
+    }
+}
+
+TEST(Simulator, BadInputGetsOneLineAndExitTwo) {
+  const std::string broken = write_file("broken_platform.json", "{\"nodes\": 2, ");
+  const std::string wrong = write_file("wrong_platform.json", "{\"nodes\": -3}");
+  const std::string huge = write_file("huge_plan.yaml",
+                                      "batch_size: 8\ngrad_acc_steps: 8\ndevice_type: cuda\nmesh_dim: [1, 1, 1]\n"
+                                      "mesh_name: ['dp', 'tp', 'pp']\n");
+  const std::string wide = write_file("wide_plan.yaml",
+                                      "batch_size: 64\ngrad_acc_steps: 1\nmesh_dim: [64, 1, 1]\n"
+                                      "mesh_name: ['dp', 'tp', 'pp']\n");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--uniform 1,2 --platform dgx-z9000", "not a preset"},
+      {"--uniform 1,2 --platform " + broken, "not a JSON platform"},
+      {"--uniform 1,2 --platform " + wrong, "'nodes' must be"},
+      {"--config " + huge + " --model gpt3-175b --platform dgx-a100", "does not fit"},
+      {"--config " + wide + " --platform dgx-a100", "needs 64 GPUs"},
+      {"--config " + huge + " --model gpt5 --platform dgx-a100", "not known to the cost model"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_command(bin("quintnet-simulate") + " " + args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+  }
+}
+
+TEST(Simulator, TraceIsOneTheViewerAndCoreRead) {
+  const std::string path = ::testing::TempDir() + "/sim_trace.json";
+  const auto r = run_command(bin("quintnet-simulate") +
+                             " --uniform 1,2 --schedule 1f1b --pp 4 --microbatches 8 --platform ideal --trace " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const core::Trace t = core::read_trace(path);
+  EXPECT_EQ(t.source, "sim");
+  int computes = 0;
+  for (const auto& e : t.events) computes += e.kind == "forward" || e.kind == "backward";
+  EXPECT_EQ(computes, 2 * 4 * 8);
+}
