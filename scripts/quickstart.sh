@@ -38,6 +38,20 @@ if [ -x "$bin/quintnet-render" ] && [ -f "$out/train_trace.json" ]; then
   "$bin/quintnet" render "$out/train_trace.json" --step 2 -o "$out/train_timeline.png"
 fi
 
+if [ -x "$bin/quintnet-simulate" ]; then
+  echo
+  echo "== 2c. Simulate the same plan (SimGrid): on this kind of machine (uncalibrated guess), and on a DGX-A100 =="
+  "$bin/quintnet" simulate --config "$config" --platform cpu-local --trace "$out/sim_trace.json"
+  "$bin/quintnet" simulate --config "$config" --platform dgx-a100
+  if [ -f "$out/train_metrics.jsonl" ]; then
+    echo "measured on this machine: $(tail -n 1 "$out/train_metrics.jsonl" | sed -n 's/.*"samples_per_s": \([0-9.e+-]*\).*/\1/p') samples/s" \
+         "(the cpu-local prediction is not calibrated yet; see docs/SIMULATOR.md)"
+  fi
+  if [ -x "$bin/quintnet-render" ]; then
+    "$bin/quintnet" render "$out/sim_trace.json" -o "$out/sim_timeline.png"
+  fi
+fi
+
 echo
 echo "== 3. The 1F1B schedule those 2 pipeline stages ran, and a deeper pipeline (pp 4, 8 microbatches) =="
 "$bin/quintnet" schedule --schedule 1f1b --pp 2 --microbatches 2
@@ -52,4 +66,4 @@ fi
 
 echo
 echo "quickstart: outputs in ${out#$root/}/: train_metrics.jsonl, train_trace.json (also opens in"
-echo "https://ui.perfetto.dev), train_timeline.png, compare_1f1b_zb_h1.png"
+echo "https://ui.perfetto.dev), train_timeline.png, sim_trace.json, sim_timeline.png, compare_1f1b_zb_h1.png"
