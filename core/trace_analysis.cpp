@@ -34,6 +34,18 @@ double measured_bubble_fraction(const Trace& trace) {
   return counted ? sum / counted : 0.0;
 }
 
+double mean_step_time_us(const Trace& trace) {
+  std::map<int, std::pair<double, double>> span;
+  for (const auto& e : trace.events) {
+    auto [it, fresh] = span.try_emplace(e.step, e.ts_us, e.end_us());
+    it->second.first = std::min(it->second.first, e.ts_us);
+    it->second.second = std::max(it->second.second, e.end_us());
+  }
+  double sum = 0;
+  for (const auto& [step, s] : span) sum += s.second - s.first;
+  return span.empty() ? 0.0 : sum / static_cast<double>(span.size());
+}
+
 namespace {
 
 double median(std::vector<double> v) {

@@ -19,6 +19,10 @@ double measured_bubble_fraction(const Trace& trace);
 // CPU a few ops are stretched by time-slicing.  Kinds absent from the trace cost 0.
 OpCosts median_op_costs(const Trace& trace, int chunks_per_rank = 1);
 
+// Mean over the trace's steps of each step's span: first event start to last event
+// end over all ranks and lanes (the optimizer step included).
+double mean_step_time_us(const Trace& trace);
+
 // The bubble fraction core's schedule simulation predicts when every compute action
 // costs exactly what it measured in the trace (per step, from the dp 0 / tp 0 member
 // of each stage) and messages the median latency above; averaged over the steps.

@@ -40,13 +40,15 @@ fi
 
 if [ -x "$bin/quintnet-simulate" ]; then
   echo
-  echo "== 2c. Simulate the same plan (SimGrid): on this kind of machine (uncalibrated guess), and on a DGX-A100 =="
-  "$bin/quintnet" simulate --config "$config" --platform cpu-local --trace "$out/sim_trace.json"
-  "$bin/quintnet" simulate --config "$config" --platform dgx-a100
-  if [ -f "$out/train_metrics.jsonl" ]; then
-    echo "measured on this machine: $(tail -n 1 "$out/train_metrics.jsonl" | sed -n 's/.*"samples_per_s": \([0-9.e+-]*\).*/\1/p') samples/s" \
-         "(the cpu-local prediction is not calibrated yet; see docs/SIMULATOR.md)"
+  echo "== 2c. Simulate the same plan with SimGrid: calibrated from this run, then on a DGX-A100 =="
+  if [ -f "$out/train_trace.json" ]; then
+    "$bin/quintnet" calibrate --trace "$out/train_trace.json" -o "$out/calibration.json"
+    "$bin/quintnet" simulate --config "$config" --calibration "$out/calibration.json" \
+      --measured "$out/train_trace.json" --trace "$out/sim_trace.json"
+  else
+    "$bin/quintnet" simulate --config "$config" --platform cpu-local --trace "$out/sim_trace.json"
   fi
+  "$bin/quintnet" simulate --config "$config" --platform dgx-a100
   if [ -x "$bin/quintnet-render" ]; then
     "$bin/quintnet" render "$out/sim_trace.json" -o "$out/sim_timeline.png"
   fi

@@ -18,8 +18,8 @@ Platform preset(const std::string& name) {
   } else if (name == "h200") {  // one H200 141 GB
     p.gpus_per_node = 1, p.nics_per_node = 1;
     p.peak_flops = 989e12, p.memory_bytes = 141e9, p.intra_bandwidth = 450e9, p.nic_bandwidth = 50e9;
-  } else if (name == "cpu-local") {  // 2 cores, ~77 GFLOP/s each with OpenBLAS; Gloo over loopback
-    p.gpus_per_node = 8, p.nics_per_node = 1;
+  } else if (name == "cpu-local") {  // ranks as processes on 2 cores (~77 GFLOP/s peak each with OpenBLAS)
+    p.gpus_per_node = 64, p.nics_per_node = 1, p.cores_per_node = 2;
     p.peak_flops = 77e9, p.efficiency = 0.3, p.memory_bytes = 24e9, p.intra_bandwidth = 2e9,
     p.intra_latency = 50e-6, p.nic_bandwidth = 1e9, p.inter_latency = 100e-6;
   } else if (name == "ideal") {  // for closed forms: ops cost what they are given, messages nothing
@@ -47,10 +47,11 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
                             j.at(key).dump());
     into = j.at(key).get<double>();
   };
-  double nodes = p.nodes, gpus = p.gpus_per_node, nics = p.nics_per_node;
+  double nodes = p.nodes, gpus = p.gpus_per_node, nics = p.nics_per_node, cores = p.cores_per_node;
   number("nodes", nodes, 1);
   number("gpus_per_node", gpus, 1);
   number("nics_per_node", nics, 1);
+  number("cores_per_node", cores, 0);
   number("peak_flops", p.peak_flops, 1);
   number("efficiency", p.efficiency, 1e-6);
   number("memory_bytes", p.memory_bytes, 1);
@@ -63,9 +64,10 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
   p.nodes = static_cast<int>(nodes);
   p.gpus_per_node = static_cast<int>(gpus);
   p.nics_per_node = static_cast<int>(nics);
+  p.cores_per_node = static_cast<int>(cores);
   static const std::vector<std::string> known = {"preset", "name", "nodes", "gpus_per_node", "nics_per_node",
                                                  "peak_flops", "efficiency", "memory_bytes", "intra_bandwidth",
-                                                 "intra_latency", "nic_bandwidth", "inter_latency", "oversubscription"};
+                                                 "intra_latency", "nic_bandwidth", "inter_latency", "oversubscription", "cores_per_node"};
   for (const auto& [key, value] : j.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
       throw core::UserError(origin + ": unknown field '" + key + "'");
@@ -77,7 +79,7 @@ nlohmann::json platform_to_json(const Platform& p) {
           {"peak_flops", p.peak_flops}, {"efficiency", p.efficiency}, {"memory_bytes", p.memory_bytes},
           {"intra_bandwidth", p.intra_bandwidth}, {"intra_latency", p.intra_latency},
           {"nic_bandwidth", p.nic_bandwidth}, {"inter_latency", p.inter_latency},
-          {"oversubscription", p.oversubscription}};
+          {"oversubscription", p.oversubscription}, {"cores_per_node", p.cores_per_node}};
 }
 
 Platform load_platform(const std::string& name_or_file, int nodes) {

@@ -24,9 +24,12 @@ struct Platform {
   double nic_bandwidth = 25e9;  // bytes/s per NIC, each direction
   double inter_latency = 5e-6;  // seconds, node to node
   double oversubscription = 1.0;  // fat-tree: bisection = nodes x NICs x bandwidth / this
+  // > 0: the node's ranks are processes sharing this many CPU cores, e.g. 8 ranks on
+  // a 2-core machine: each gets min(1, cores / ranks) of a core (see simgrid_compat.h).
+  int cores_per_node = 0;
 
   int gpus() const { return nodes * gpus_per_node; }
-  double gpu_flops() const { return peak_flops * efficiency; }
+  double gpu_flops() const { return peak_flops * efficiency; }  // per GPU, or per core when cores_per_node > 0
 };
 
 std::vector<std::string> platform_presets();

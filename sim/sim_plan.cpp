@@ -7,7 +7,7 @@
 namespace quintnet::sim {
 
 SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const std::string& model_override,
-                      int seq_len) {
+                      int seq_len, const Calibration* calibration) {
   const int world = plan.world_size();
   if (world > platform.gpus())
     throw core::UserError("the mesh " + plan.mesh().shape_string() + " needs " + std::to_string(world) +
@@ -46,17 +46,18 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
       s.tp_allreduce_bytes = cost.tp_allreduce_bytes;
       s.tp_allreduces_per_op = cost.tp_allreduces_forward;  // per F (and per B) of one chunk
     }
-    const double speed = platform.gpu_flops();
-    s.forward_s.push_back(fwd / speed);
-    s.backward_input_s.push_back(fwd / speed);  // dX and dW each cost one forward
-    s.backward_weight_s.push_back(fwd / speed);
+    const double forward_speed = calibration ? calibration->forward_flops_per_s : platform.gpu_flops();
+    const double backward_speed = calibration ? calibration->backward_flops_per_s : platform.gpu_flops();
+    s.forward_s.push_back(fwd / forward_speed);
+    s.backward_input_s.push_back(fwd / backward_speed);  // dX and dW each cost one forward's FLOPs
+    s.backward_weight_s.push_back(fwd / backward_speed);
+    if (calibration) s.optimizer_s = std::max(s.optimizer_s, calibration->optimizer_s_per_parameter * params);
     s.dp_grad_bytes.push_back(params * bytes);
     // Weights + gradients in 16 bits, fp32 master copy and two Adam moments: 16 bytes per
     // parameter (fp32 everywhere on CPU: the same 16); activations x peak in flight.
     s.memory_bytes.push_back(params * 16.0 + activations * shape.peak_activations[r]);
   }
-  // Optimizer: ~16 bytes read and written per parameter at HBM speed; folded into a small time.
-  s.optimizer_s = 0;
+  // Without calibration the optimizer (memory-bound, ~16 bytes per parameter) is taken as free.
   s.samples_per_step = plan.batch_size;
   s.tokens_per_sample = dims.seq;
   s.flops_per_step = core::training_flops_per_sample(dims) * plan.batch_size;

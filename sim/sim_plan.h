@@ -9,6 +9,7 @@
 #include "core/cost_model.h"
 #include "core/plan.h"
 #include "core/schedule.h"
+#include "sim/calibration.h"
 #include "sim/platform.h"
 
 namespace quintnet::sim {
@@ -31,10 +32,11 @@ struct SimPlan {
 };
 
 // From a plan (its model, or `model_override` from core::known_models(), with
-// `seq_len`) and the platform's GPU speed.  Throws core::UserError for a plan that
-// does not fit the platform (too many ranks) — memory is checked by the caller.
+// `seq_len`) and the platform's GPU speed — or, with a calibration, the measured
+// forward / backward speeds and optimizer time.  Throws core::UserError for a plan
+// that does not fit the platform (too many ranks) — memory is checked by the caller.
 SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const std::string& model_override = "",
-                      int seq_len = 0);
+                      int seq_len = 0, const Calibration* calibration = nullptr);
 
 // Uniform op times (seconds) on `pp` ranks, tp = dp = 1, messages of `p2p_bytes`.
 SimPlan uniform_sim_plan(core::ScheduleKind kind, int pp, int microbatches, int chunks, double tf, double tb,

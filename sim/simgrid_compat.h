@@ -19,6 +19,10 @@ namespace quintnet::sim {
 // latency intra_latency / 2 so a GPU-to-GPU route has intra_latency), one per NIC
 // for leaving the node, and a shared core link (bisection / oversubscription).
 // Routes are added for `pairs` (src rank, dst rank) only: the messages a plan sends.
+// With cores_per_node > 0 the ranks of a node are processes sharing that many cores:
+// each runs at min(1, cores / ranks on the node) of a core's speed all the time (a
+// rank waiting in Gloo keeps polling its core), and they talk over one loopback
+// link (intra bandwidth and latency, not shared).
 std::vector<simgrid::s4u::Host*> build_platform(const Platform& p, int ranks,
                                                 const std::vector<std::pair<int, int>>& pairs);
 

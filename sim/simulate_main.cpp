@@ -6,10 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "core/cli/args.h"
 #include "core/cli/main_guard.h"
 #include "core/error.h"
+#include "core/trace_analysis.h"
+#include "sim/calibration.h"
 #include "sim/simulation.h"
 
 namespace {
@@ -27,6 +30,8 @@ const std::vector<OptionSpec> kOptions = {
     {"seq", "N", "sequence length for GPT models [the model's]"},
     {"trace", "FILE", "write the simulated step as a Chrome trace (source: sim)"},
     {"json", "", "print the summary as JSON"},
+    {"calibration", "FILE", "use a calibrated machine (quintnet calibrate) instead of --platform"},
+    {"measured", "TRACE", "also print the step time an executor trace of this plan measured, and the error"},
     {"uniform", "TF,TB[,TW]", "uniform op times in seconds instead of a plan (with --schedule --pp --microbatches)"},
     {"schedule", "NAME", "with --uniform: afab, 1f1b, interleaved, zb-h1 [1f1b]"},
     {"pp", "P", "with --uniform: pipeline ranks [4]"},
@@ -55,7 +60,10 @@ int simulate(int argc, char** argv) {
               << "\nPredicts one training step with SimGrid: step time, bubbles, throughput, MFU, memory.\n";
     return 0;
   }
-  const sim::Platform platform = sim::load_platform(args.get("platform", "dgx-a100"), args.get_int("nodes", 0, 0, 1 << 20));
+  std::optional<sim::Calibration> calibration;
+  if (auto path = args.value("calibration")) calibration = sim::read_calibration(*path);
+  sim::Platform platform = calibration ? sim::calibrated_platform(*calibration, 1)
+                                       : sim::load_platform(args.get("platform", "dgx-a100"), args.get_int("nodes", 0, 0, 1 << 20));
   const auto wall0 = std::chrono::steady_clock::now();
 
   if (args.value("allreduce")) {
@@ -82,7 +90,9 @@ int simulate(int argc, char** argv) {
     const auto config = args.value("config");
     if (!config) throw UsageError("--config PLAN is required (or --uniform / --allreduce)");
     const core::LoadedPlan loaded = core::load_plan(*config);
-    plan = sim::make_sim_plan(loaded.plan, platform, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24));
+    if (calibration) platform = sim::calibrated_platform(*calibration, loaded.plan.world_size());
+    plan = sim::make_sim_plan(loaded.plan, platform, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24),
+                              calibration ? &*calibration : nullptr);
     what = plan.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
     for (size_t r = 0; r < plan.memory_bytes.size(); ++r)
       if (plan.memory_bytes[r] > platform.memory_bytes)
@@ -107,16 +117,21 @@ int simulate(int argc, char** argv) {
     t.summary = {{"step_time_us", step * 1e6}, {"bubble_fraction", r.bubble_fraction}};
     core::write_trace(t, args.get("trace", ""));
   }
+  double measured = 0;
+  if (auto path = args.value("measured")) measured = core::mean_step_time_us(core::read_trace(*path)) * 1e-6;
   if (args.flag("json")) {
-    std::printf("{\"step_time_s\": %.17g, \"bubble_fraction\": %.17g, \"samples_per_s\": %.17g, \"tokens_per_s\": %.17g, "
+    if (measured > 0) std::printf("{\"measured_step_time_s\": %.17g, ", measured);
+    std::printf("%s\"step_time_s\": %.17g, \"bubble_fraction\": %.17g, \"samples_per_s\": %.17g, \"tokens_per_s\": %.17g, "
                 "\"mfu\": %.6g, \"peak_memory_bytes\": %.17g, \"compute_fraction\": %.6g, \"exposed_comm_fraction\": %.6g, "
                 "\"ranks\": %d, \"events\": %zu, \"wall_s\": %.4g}\n",
-                step, r.bubble_fraction, samples_s, samples_s * plan.tokens_per_sample, mfu, peak_memory,
+                measured > 0 ? "" : "{", step, r.bubble_fraction, samples_s, samples_s * plan.tokens_per_sample, mfu, peak_memory,
                 busy / (world * step), comm / (world * step), world, r.trace.events.size(), wall);
     return 0;
   }
   std::printf("simulated: %s on %s (%d ranks)\n", what.c_str(), platform.name.c_str(), world);
-  std::printf("  step time        %.6g s\n", step);
+  std::printf("  step time        %.6g s", step);
+  if (measured > 0) std::printf("   (measured %.6g s: %+.1f%%)", measured, 100 * (step - measured) / measured);
+  std::printf("\n");
   std::printf("  bubble fraction  %.4f\n", r.bubble_fraction);
   std::printf("  throughput       %.4g samples/s", samples_s);
   if (plan.tokens_per_sample > 0) std::printf(", %.4g tokens/s", samples_s * plan.tokens_per_sample);

@@ -131,7 +131,8 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
       auto rank_of_stage = [&](int stage) {
         return mesh.rank({dp, tp, s.rank_of_stage(stage)});
       };
-      const double speed = hosts[r]->get_speed();
+      // Op times are at a full core / GPU; a rank with a share of a core takes longer.
+      const double speed = platform.gpu_flops();
       auto compute = [&](double seconds, const std::string& kind, const core::Action& a) {
         const double t0 = sg4::Engine::get_clock();
         if (seconds > 0) sg4::this_actor::execute(seconds * speed);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "core/error.h"
 #include "exec/checkpoint/checkpoint.h"
@@ -292,7 +293,8 @@ TrainResult Trainer::run() {
     tracer->set_step(0, false);
     comm_.set_tracer(nullptr);
     const nlohmann::json platform = {{"host", "cpu"}, {"world_size", comm_.world_size()},
-                                     {"threads_per_rank", torch::get_num_threads()}, {"device", p.device_type}};
+                                     {"threads_per_rank", torch::get_num_threads()}, {"device", p.device_type},
+                                     {"cores", static_cast<int>(std::thread::hardware_concurrency())}};
     const core::Trace t = tracer->merge_and_write(comm_, options_.trace_path, p.to_json(), platform);
     if (is_logger_) {
       // What core's schedule statistics predict from the op costs this run measured.

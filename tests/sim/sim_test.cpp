@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/run_command.h"
+#include <fstream>
+
+#include "core/cost_model.h"
 #include "core/schedule_generators.h"
 #include "core/trace.h"
 #include "core/schedule_validator.h"
@@ -103,4 +106,43 @@ TEST(Simulator, TraceIsOneTheViewerAndCoreRead) {
   int computes = 0;
   for (const auto& e : t.events) computes += e.kind == "forward" || e.kind == "backward";
   EXPECT_EQ(computes, 2 * 4 * 8);
+}
+
+TEST(Calibration, SpeedsAreCostModelFlopsOverTheCoreTimeAndBadTracesAreRefused) {
+  // A serial executor trace: one rank on a 2-core machine, forward 40 ms, backward 70 ms.
+  core::Plan plan;
+  core::Trace t;
+  t.source = "exec";
+  t.plan = plan.to_json();
+  t.platform = {{"cores", 2}, {"threads_per_rank", 1}};
+  t.ranks = {{0, 0, 0}};
+  for (int step = 0; step < 3; ++step) {
+    core::TraceEvent f;
+    f.kind = "forward", f.name = "F0", f.lane = core::Lane::Compute, f.step = step, f.mb = 0, f.chunk = 0;
+    f.ts_us = step * 1e6, f.dur_us = 40000;
+    core::TraceEvent b = f;
+    b.kind = "backward", b.name = "B0", b.ts_us += 40000, b.dur_us = 70000;
+    t.events.push_back(f);
+    t.events.push_back(b);
+  }
+  const std::string path = ::testing::TempDir() + "/serial_exec_trace.json";
+  core::write_trace(t, path);
+  const std::string calib = ::testing::TempDir() + "/calib.json";
+  auto r = run_command(bin("quintnet-calibrate") + " --trace " + path + " -o " + calib);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json c = nlohmann::json::parse(std::ifstream(calib));
+  const core::ModelDims dims = core::model_dims(plan.model, plan.max_seq_length);
+  const core::StageCost cost = core::stage_cost(dims, 0, dims.layers, plan.micro_batch_size(), 1);
+  EXPECT_NEAR(c["forward_flops_per_s"].get<double>(), cost.forward_flops / 0.040, 1e-6 * cost.forward_flops / 0.04);
+  EXPECT_NEAR(c["backward_flops_per_s"].get<double>(), cost.backward_flops / 0.070, 1e-6 * cost.backward_flops / 0.07);
+  // The calibrated simulation of the same plan reproduces the step: 40 + 70 ms.
+  const std::string plan_path = write_file("serial_plan.json", plan.to_json().dump());
+  const auto j = simulate("--config " + plan_path + " --calibration " + calib);
+  EXPECT_NEAR(j.value("step_time_s", 0.0), 0.110, 1e-6);
+
+  t.source = "sim";
+  core::write_trace(t, path);
+  r = run_command(bin("quintnet-calibrate") + " --trace " + path + " -o " + calib);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("needs an executor trace"), std::string::npos) << r.err;
 }

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Prediction against reality on this machine: run seven executor configurations of the
+# original ViT (global batch 32, 14 steps, steps 2-11 traced), calibrate the simulator
+# from ONE of them (the 2x2x2 run), predict the step time of all seven, and print
+# predicted vs measured with the mean absolute percentage error over the six others.
+#   bash experiments/sim/predict_vs_measured.sh [OUT_DIR]      (~5 min on 2 cores)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+bin="${QN_BUILD_DIR:-$root/build}/bin"
+out="${1:-$root/runs/predict}"
+mkdir -p "$out"
+
+# name  mesh(dp,tp,pp)  microbatches  schedule
+configs=(
+  "serial 1,1,1 1 1f1b"
+  "dp2 2,1,1 1 1f1b"
+  "tp2 1,2,1 1 1f1b"
+  "pp2_afab 1,1,2 4 afab"
+  "pp2_1f1b 1,1,2 4 1f1b"
+  "pp4_1f1b 1,1,4 8 1f1b"
+  "3d_2x2x2 2,2,2 2 1f1b"
+)
+calibrate_from="3d_2x2x2"
+
+for c in "${configs[@]}"; do
+  read -r name mesh m schedule <<<"$c"
+  IFS=, read -r dp tp pp <<<"$mesh"
+  cat >"$out/$name.yaml" <<YAML
+batch_size: 32
+grad_acc_steps: $m
+learning_rate: 1e-4
+img_size: 28
+patch_size: 4
+hidden_dim: 64
+n_heads: 4
+depth: 8
+mesh_dim: [$dp, $tp, $pp]
+mesh_name: ['dp', 'tp', 'pp']
+schedule: $schedule
+YAML
+  if [ ! -f "$out/$name.trace.json" ]; then
+    echo "== measuring $name" >&2
+    "$bin/quintnet" launch --nproc $((dp * tp * pp)) -- quintnet-train --config "$out/$name.yaml" \
+      --max-steps 14 --trace-steps 10 --no-eval --quiet --threads 1 --trace "$out/$name.trace.json" >"$out/$name.log"
+  fi
+done
+
+"$bin/quintnet" calibrate --trace "$out/$calibrate_from.trace.json" -o "$out/calib.json" >&2
+
+echo "| config | measured step (ms) | predicted (ms) | error |"
+echo "|---|---|---|---|"
+sum=0; count=0
+for c in "${configs[@]}"; do
+  read -r name _ <<<"$c"
+  json=$("$bin/quintnet" simulate --config "$out/$name.yaml" --calibration "$out/calib.json" \
+           --measured "$out/$name.trace.json" --json)
+  measured=$(sed -n 's/.*"measured_step_time_s": \([0-9.e+-]*\).*/\1/p' <<<"$json")
+  predicted=$(sed -n 's/.*"step_time_s": \([0-9.e+-]*\).*/\1/p' <<<"$json" | tail -n 1)
+  row=$(awk -v m="$measured" -v p="$predicted" 'BEGIN { e = 100 * (p - m) / m; printf "%.1f | %.1f | %+.1f%%", 1000 * m, 1000 * p, e }')
+  note=""
+  if [ "$name" = "$calibrate_from" ]; then note=" (calibration run)"; else
+    sum=$(awk -v s="$sum" -v m="$measured" -v p="$predicted" 'BEGIN { d = (p - m) / m; if (d < 0) d = -d; print s + 100 * d }')
+    count=$((count + 1))
+  fi
+  echo "| $name$note | $row |"
+done
+awk -v s="$sum" -v n="$count" 'BEGIN { printf "\nmean absolute percentage error over the %d other configurations: %.1f%%\n", n, s / n }'
