@@ -6,6 +6,7 @@
 
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "core/stage_balance.h"
 #include "core/trace_analysis.h"
 
 namespace quintnet::sim {
@@ -33,6 +34,7 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
   const int threads = trace.platform.value("threads_per_rank", 1);
   const core::ModelDims dims = core::model_dims(plan.model, plan.max_seq_length);
   const int pp = plan.pp(), chunks = plan.virtual_stages, stages = pp * chunks;
+  const std::vector<core::LayerRange> ranges = core::balanced_stages(dims, stages);
 
   // Compute: FLOPs / core-seconds per event.
   std::vector<const core::TraceEvent*> computes;
@@ -49,9 +51,8 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
         tp_inside += o.dur_us;
     const int rank_pp = e->rank < static_cast<int>(trace.ranks.size()) ? trace.ranks[e->rank].pp : 0;
     const int stage = std::max(0, e->chunk) * pp + rank_pp;
-    const int base = dims.layers / stages, extra = dims.layers % stages;
-    const int first = stage * base + std::min(stage, extra), end = first + base + (stage < extra ? 1 : 0);
-    const core::StageCost cost = core::stage_cost(dims, first, end, plan.micro_batch_size(), plan.tp(), 4.0);
+    const core::StageCost cost =
+        core::stage_cost(dims, ranges[stage].first, ranges[stage].end, plan.micro_batch_size(), plan.tp(), 4.0);
     const double core_seconds = (e->dur_us - tp_inside) * 1e-6 * threads / oversubscription;
     if (core_seconds <= 0) continue;
     (e->kind == "forward" ? forward_speed : backward_speed)

@@ -1,6 +1,7 @@
 #include "sim/sim_plan.h"
 
 #include "core/error.h"
+#include "core/stage_balance.h"
 #include "core/schedule_generators.h"
 #include "core/schedule_validator.h"
 
@@ -31,14 +32,12 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
   const int b = plan.micro_batch_size();
   const double bytes = plan.device_type == "cpu" ? 4.0 : 2.0;  // fp32 on CPU, 16-bit on GPUs
   const core::ScheduleStats shape = core::simulate_schedule(s.schedule);
+  const std::vector<core::LayerRange> ranges = core::balanced_stages(dims, stages);
   for (int r = 0; r < pp; ++r) {
     double fwd = 0, params = 0, activations = 0;
     for (int c = 0; c < chunks; ++c) {
       const int stage = c * pp + r;
-      // Layers split as evenly as possible; the first stages take the remainder.
-      const int base = dims.layers / stages, extra = dims.layers % stages;
-      const int first = stage * base + std::min(stage, extra), end = first + base + (stage < extra ? 1 : 0);
-      const core::StageCost cost = core::stage_cost(dims, first, end, b, s.tp, bytes);
+      const core::StageCost cost = core::stage_cost(dims, ranges[stage].first, ranges[stage].end, b, s.tp, bytes);
       fwd += cost.forward_flops;
       params += cost.parameters;
       activations = std::max(activations, cost.activation_bytes);

@@ -149,7 +149,6 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
                         plan.tp_allreduce_bytes);
         }
       };
-      std::vector<sg4::CommPtr> sends;
       static char payload;
       const double v = s.chunks;
       for (const core::Action& a : s.ranks[pp]) {
@@ -168,7 +167,9 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
             const double t0 = sg4::Engine::get_clock();
             const std::string box = message_box(to, grad, a.mb, stage + (grad ? -1 : 1));
             (*posted)[box] = t0;
-            sends.push_back(eager_mailbox(box, to, *actors)->put_async(&payload, static_cast<uint64_t>(plan.p2p_bytes)));
+            // Detached: the receiver's RECV waits for the bytes; the sender keeps no
+            // handle (SimGrid scans an actor's pending activities linearly).
+            eager_mailbox(box, to, *actors)->put_init(&payload, static_cast<uint64_t>(plan.p2p_bytes))->detach();
             recorder->add(r, core::Lane::P2P, "send", core::action_name(a.kind) + std::string(" ") + std::to_string(a.mb),
                           t0, t0, a.mb, a.chunk, plan.p2p_bytes, to);
             break;
@@ -204,7 +205,6 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
           }
         }
       }
-      for (auto& c : sends) c->wait();
     });
   }
   engine.run();

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "exec/pp/stage_split.h"
+#include "core/stage_balance.h"
 
 namespace quintnet::exec {
 namespace {
@@ -21,7 +21,8 @@ class MeshStrategy : public Strategy {
     const int pp = use_pp_ ? comm_.axis("pp").size() : 1, pp_rank = use_pp_ ? comm_.axis("pp").rank : 0;
     const int chunks = use_pp_ ? plan_.virtual_stages : 1;
     pm->num_stages = pp * chunks;
-    const auto ranges = split_blocks(serial->config().depth, pp, chunks);
+    // Layers per stage by the cost model (the embedding and head weigh on the end stages).
+    const auto ranges = core::balanced_stages(core::model_dims(plan_.model, plan_.max_seq_length), pp * chunks);
     SerialState state;
     for (const auto& p : serial->named_parameters()) state[p.key()] = p.value().detach();
     const torch::Device device = serial->parameters().front().device();
@@ -29,7 +30,7 @@ class MeshStrategy : public Strategy {
     for (int c = 0; c < chunks; ++c) {
       ModelChunk chunk;
       chunk.stage = c * pp + pp_rank;
-      const BlockRange r = ranges[chunk.stage];
+      const core::LayerRange r = ranges[chunk.stage];
       chunk.model = ViT(serial->config(), pm->tp, StageRange{r.first, r.end});
       chunk.model->to(device);
       load_serial_state(*chunk.model, state, pm->tp);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/stage_balance.h"
 #include "exec/checkpoint/checkpoint.h"
 #include "exec/data/batch_sampler.h"
 #include "exec/data/image_batches.h"
@@ -157,6 +158,12 @@ TrainResult Trainer::run() {
                 p.model.kind.c_str(), p.mesh().shape_string().c_str(), p.strategy().c_str(),
                 core::schedule_kind_name(p.schedule_kind()), static_cast<long>(train.count), per_epoch, p.batch_size,
                 p.micro_batch_size(), m, p.dp());
+  if (is_logger_ && p.pp() * p.virtual_stages > 1)
+    std::printf("pipeline: %s\n",
+                core::stage_balance_note(core::model_dims(p.model, p.max_seq_length),
+                                         core::balanced_stages(core::model_dims(p.model, p.max_seq_length),
+                                                               p.pp() * p.virtual_stages))
+                    .c_str());
   if (is_logger_ && options_.evaluate)
     std::printf("\n| Epoch | Train Loss | Train Acc | Val Loss | Val Acc |\n|-------|------------|-----------|----------|---------|\n");
   std::fflush(stdout);

@@ -8,6 +8,7 @@
 
 #include "common/run_command.h"
 #include <fstream>
+#include <sstream>
 
 #include "core/cost_model.h"
 #include "core/schedule_generators.h"
@@ -145,4 +146,27 @@ TEST(Calibration, SpeedsAreCostModelFlopsOverTheCoreTimeAndBadTracesAreRefused) 
   r = run_command(bin("quintnet-calibrate") + " --trace " + path + " -o " + calib);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("needs an executor trace"), std::string::npos) << r.err;
+}
+
+TEST(Planner, ListsFeasibleLayoutsWithReasonsForTheOthers) {
+  const auto r = run_command(bin("quintnet-plan") +
+                             " --model gpt2-124m --gpus 8 --platform dgx-a100 --global-batch 64 --seq 1024 --simulate 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| 1 | "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tp does not divide the attention heads"), std::string::npos) << r.out;  // 12 heads, tp 8
+  // The best layout was simulated; SimGrid and the analytic estimate agree within 10%.
+  const auto row = r.out.substr(r.out.find("| 1 | "));
+  const auto cells = [&] {
+    std::vector<std::string> c;
+    std::stringstream ss(row.substr(0, row.find('\n')));
+    for (std::string cell; std::getline(ss, cell, '|');) c.push_back(cell);
+    return c;
+  }();
+  ASSERT_GE(cells.size(), 6u) << row;
+  const double analytic = std::stod(cells[4]), simulated = std::stod(cells[5]);
+  EXPECT_NEAR(simulated, analytic, 0.1 * analytic) << row;
+
+  const auto none = run_command(bin("quintnet-plan") + " --model gpt3-175b --gpus 8 --platform dgx-a100 --simulate 0");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("no layout of gpt3-175b fits"), std::string::npos) << none.err;
 }

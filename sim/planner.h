@@ -1,0 +1,39 @@
+#pragma once
+// The layout planner: every (dp, tp, pp, micro-batch, schedule, chunks) that can run a
+// model on a cluster, why the others cannot, an analytic step time for each (core's
+// schedule simulation with the slowest stage's op times plus ring-collective times),
+// and the best few simulated with SimGrid.
+#include <string>
+#include <vector>
+
+#include "sim/platform.h"
+#include "sim/sim_plan.h"
+
+namespace quintnet::sim {
+
+struct PlanQuery {
+  std::string model = "gpt3-175b";
+  int gpus = 1024;
+  int global_batch = 1536;
+  int seq = 2048;
+  std::vector<int> micro_batches = {1, 2, 4};
+  std::vector<std::string> schedules = {"1f1b", "interleaved", "zb-h1", "afab"};
+};
+
+struct Candidate {
+  int dp = 1, tp = 1, pp = 1, micro_batch = 1, microbatches = 1, chunks = 1;
+  std::string schedule;
+  double memory_bytes = 0;     // the fullest rank
+  double analytic_step_s = 0;  // from core's schedule simulation
+  double simulated_step_s = 0;  // SimGrid, for the best few (0: not simulated)
+  std::string rejected;         // why it cannot run ("" when it can)
+  std::string layout() const;
+};
+
+// Every candidate, feasible ones first in order of analytic step time.
+std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& platform);
+
+// The SimPlan of a candidate (for simulating it).
+SimPlan candidate_sim_plan(const PlanQuery& q, const Candidate& c, const Platform& platform);
+
+}  // namespace quintnet::sim
