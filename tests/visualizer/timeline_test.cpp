@@ -6,6 +6,7 @@
 #include "core/schedule_generators.h"
 #include "core/schedule_validator.h"
 #include "core/trace_analysis.h"
+#include "visualizer/model/collectives.h"
 #include "visualizer/model/compare.h"
 #include "visualizer/model/range_stats.h"
 #include "visualizer/model/svg_writer.h"
@@ -173,4 +174,31 @@ TEST(RangeStatistics, BusyIdleAndCommunicationOfARange) {
   EXPECT_DOUBLE_EQ(s[0].busy_us, 5 + 5);   // [5,10) and [20,25)
   EXPECT_DOUBLE_EQ(s[0].idle_us, 20 - 10);
   EXPECT_DOUBLE_EQ(s[0].comm_us, 8);       // [8,14) and [10,16) overlap: [8,16)
+}
+
+TEST(Collectives, GroupMembersAreJoinedAtTheLastArrival) {
+  core::Trace t;
+  // tp group {0, 1} (dp 0, pp 0) and tp group {2, 3} (dp 1, pp 0); two all-reduces each.
+  t.ranks = {{0, 0, 0}, {0, 1, 0}, {1, 0, 0}, {1, 1, 0}};
+  for (int r = 0; r < 4; ++r) {
+    t.events.push_back(op(r, "forward", 0, 100));
+    t.events.push_back(op(r, "allreduce", 10 + r, 5, -1, core::Lane::TpCollective));       // arrivals 10..13
+    t.events.push_back(op(r, "allreduce", 50 + 2 * r, 5, -1, core::Lane::TpCollective));   // 50, 52, 54, 56
+  }
+  const Timeline tl(t);
+  const auto spans = collective_spans(tl);
+  ASSERT_EQ(spans.size(), 4u);
+  EXPECT_EQ(spans[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_DOUBLE_EQ(spans[0].last_arrival_us, 11);
+  EXPECT_EQ(spans[1].ranks, (std::vector<int>{2, 3}));
+  EXPECT_DOUBLE_EQ(spans[1].last_arrival_us, 13);
+  EXPECT_DOUBLE_EQ(spans[3].last_arrival_us, 56);
+  // Drawn: a vertical line at the last arrival spanning the group's tp-collective rows.
+  ViewOptions view;
+  const Geometry g = timeline_geometry(tl, view);
+  const Scene s = draw_timeline(tl, view);
+  int joined = 0;
+  for (const Line& l : s.lines)
+    if (l.x1 == l.x2 && std::abs(l.x1 - g.x_of(11)) < 1e-9 && l.y2 > l.y1 + 20) ++joined;
+  EXPECT_EQ(joined, 1);
 }

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "visualizer/model/collectives.h"
+
 namespace quintnet::viz {
 namespace {
 
@@ -181,6 +183,31 @@ Scene draw_timeline(const Timeline& tl, const ViewOptions& view) {
       if (y1 < 0 || y2 < 0) continue;
       s.lines.push_back({clip_x(g.x_of(f.from_ts_us)), y1, clip_x(g.x_of(f.to_ts_us)), y2, pal.flow, 1, true});
     }
+  }
+
+  // Collectives: each group's members joined at the last arrival (when there are few
+  // enough in the window to tell apart; otherwise the lanes alone say it).
+  if (view.collectives) {
+    std::map<std::pair<int, core::Lane>, size_t> row_of;
+    for (size_t i = 0; i < rows.size(); ++i) row_of[{rows[i].rank, rows[i].lane}] = i;
+    std::vector<CollectiveSpan> spans;
+    for (const CollectiveSpan& c : collective_spans(tl))
+      if (c.last_arrival_us >= g.t0_us && c.last_arrival_us <= g.t1_us && !(c.last_arrival_us > view.reveal_until_us))
+        spans.push_back(c);
+    if (spans.size() <= 4000)
+      for (const CollectiveSpan& c : spans) {
+        double top = 1e300, bottom = -1e300;
+        for (int r : c.ranks) {
+          auto it = row_of.find({r, c.lane});
+          if (it == row_of.end()) continue;
+          top = std::min(top, g.row_y[it->second] + 2);
+          bottom = std::max(bottom, g.row_y[it->second] + row_height_of(rows[it->second]) - 2);
+        }
+        if (bottom > top) {
+          const double x = g.x_of(c.last_arrival_us);
+          s.lines.push_back({x, top, x, bottom, pal.of_kind("allreduce"), 1.5, false});
+        }
+      }
   }
 
   // Legend.

@@ -47,6 +47,7 @@ struct ViewOptions {
   // The time window shown; both NaN (default): the whole timeline.
   double t0_us = 0.0 / 0.0, t1_us = 0.0 / 0.0;
   bool flows = true;
+  bool collectives = true;  // join each collective's group members
   std::string title;
   // Teaching mode's play: only events that start before this time are drawn (NaN: all).
   double reveal_until_us = 0.0 / 0.0;
