@@ -57,6 +57,7 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
     s.memory_bytes.push_back(params * 16.0 + activations * shape.peak_activations[r]);
   }
   // Without calibration the optimizer (memory-bound, ~16 bytes per parameter) is taken as free.
+  s.bucket_bytes = plan.bucket_size_mb * 1024 * 1024;
   s.samples_per_step = plan.batch_size;
   s.tokens_per_sample = dims.seq;
   s.flops_per_step = core::training_flops_per_sample(dims) * plan.batch_size;

@@ -25,6 +25,7 @@ struct SimPlan {
   double tp_allreduce_bytes = 0;     // one TP all-reduce; tp_allreduces_per_op of them per F and per B
   int tp_allreduces_per_op = 0;
   std::vector<double> dp_grad_bytes;  // per pipeline rank: gradients all-reduced over dp per step
+  double bucket_bytes = 25.0 * 1024 * 1024;  // DP gradient bucket (launched as the backward produces it)
   // Reporting.
   double samples_per_step = 0, tokens_per_sample = 0, flops_per_step = 0;
   std::vector<double> memory_bytes;  // per pipeline rank: weights, grads, optimizer, activations

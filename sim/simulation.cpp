@@ -1,5 +1,6 @@
 #include "sim/simulation.h"
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -119,8 +120,30 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
   SimResult result;
   result.busy_s.assign(world, 0);
   result.exposed_comm_s.assign(world, 0);
+  // DP streams: one per rank when dp > 1, all-reducing gradient buckets in order.
+  auto streams = std::make_shared<std::vector<sg4::ActorPtr>>(world);
+  if (plan.dp > 1)
+    for (int r = 0; r < world; ++r)
+      start_actor("dp-stream" + std::to_string(r), hosts[r], [&, r, recorder, streams] {
+        (*streams)[r] = sg4::Actor::self();
+        const int pp = mesh.coord(r, "pp"), tp = mesh.coord(r, "tp"), dp = mesh.coord(r, "dp");
+        RingGroup group{"dps" + std::to_string(pp) + "." + std::to_string(tp), {}, dp, 0};
+        for (int d = 0; d < plan.dp; ++d) group.ranks.push_back(mesh.rank({d, tp, pp}));
+        sg4::Mailbox* requests = sg4::Mailbox::by_name("dpq:" + std::to_string(r));
+        requests->set_receiver(sg4::Actor::self());
+        for (;;) {
+          const double* bytes = requests->get<double>();
+          if (*bytes < 0) break;  // the step is over
+          const double t0 = sg4::Engine::get_clock();
+          ring_allreduce(group, *bytes, *streams, route_latency(group));
+          recorder->add(r, core::Lane::DpCollective, "allreduce", "dp bucket", t0, sg4::Engine::get_clock(), -1, -1,
+                        *bytes);
+          static char done;
+          sg4::Mailbox::by_name("dpdone:" + std::to_string(r))->put_init(&done, 0)->detach();
+        }
+      });
   for (int r = 0; r < world; ++r) {
-    start_actor("rank" + std::to_string(r), hosts[r], [&, r, recorder, actors, posted] {
+    start_actor("rank" + std::to_string(r), hosts[r], [&, r, recorder, actors, posted, streams] {
       (*actors)[r] = sg4::Actor::self();
       sg4::this_actor::yield();  // every actor registers before the first message
       const int pp = mesh.coord(r, "pp"), tp = mesh.coord(r, "tp"), dp = mesh.coord(r, "dp");
@@ -133,9 +156,26 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
       };
       // Op times are at a full core / GPU; a rank with a share of a core takes longer.
       const double speed = platform.gpu_flops();
-      auto compute = [&](double seconds, const std::string& kind, const core::Action& a) {
+      // The last backward of each chunk, where the chunk's gradients become final.
+      std::map<int, size_t> last_backward;
+      for (size_t i = 0; i < s.ranks[pp].size(); ++i) {
+        const core::Action& a = s.ranks[pp][i];
+        if (a.kind == core::ActionKind::Backward || a.kind == core::ActionKind::BackwardWeight) last_backward[a.chunk] = i;
+      }
+      const double v = s.chunks;
+      const int buckets = plan.dp > 1 ? std::max(1, static_cast<int>(std::ceil(plan.dp_grad_bytes[pp] / v / plan.bucket_bytes))) : 0;
+      std::vector<std::unique_ptr<double>> requests;  // payloads outlive the messages
+      sg4::Mailbox* to_stream = plan.dp > 1 ? sg4::Mailbox::by_name("dpq:" + std::to_string(r)) : nullptr;
+      auto compute = [&](double seconds, const std::string& kind, const core::Action& a, bool releases_gradients = false) {
         const double t0 = sg4::Engine::get_clock();
-        if (seconds > 0) sg4::this_actor::execute(seconds * speed);
+        const int parts = releases_gradients ? buckets : 1;
+        for (int k = 0; k < parts; ++k) {
+          if (seconds > 0) sg4::this_actor::execute(seconds / parts * speed);
+          if (releases_gradients) {
+            requests.push_back(std::make_unique<double>(plan.dp_grad_bytes[pp] / v / buckets));
+            to_stream->put_init(requests.back().get(), 0)->detach();
+          }
+        }
         const double t1 = sg4::Engine::get_clock();
         result.busy_s[r] += t1 - t0;
         recorder->add(r, core::Lane::Compute, kind, core::action_name(a.kind) + std::to_string(a.mb), t0, t1, a.mb,
@@ -150,16 +190,19 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
         }
       };
       static char payload;
-      const double v = s.chunks;
-      for (const core::Action& a : s.ranks[pp]) {
+      for (size_t index = 0; index < s.ranks[pp].size(); ++index) {
+        const core::Action& a = s.ranks[pp][index];
         const int stage = s.stage(pp, a.chunk);
+        const bool releases = plan.dp > 1 && last_backward[a.chunk] == index;
         switch (a.kind) {
           case core::ActionKind::Forward: compute(plan.forward_s[pp] / v, "forward", a); break;
           case core::ActionKind::Backward:
-            compute((plan.backward_input_s[pp] + plan.backward_weight_s[pp]) / v, "backward", a);
+            compute((plan.backward_input_s[pp] + plan.backward_weight_s[pp]) / v, "backward", a, releases);
             break;
           case core::ActionKind::BackwardInput: compute(plan.backward_input_s[pp] / v, "backward-input", a); break;
-          case core::ActionKind::BackwardWeight: compute(plan.backward_weight_s[pp] / v, "backward-weight", a); break;
+          case core::ActionKind::BackwardWeight:
+            compute(plan.backward_weight_s[pp] / v, "backward-weight", a, releases);
+            break;
           case core::ActionKind::SendAct:
           case core::ActionKind::SendGrad: {
             const bool grad = a.kind == core::ActionKind::SendGrad;
@@ -189,12 +232,13 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
             break;
           }
           case core::ActionKind::GradSync: {
+            if (plan.dp <= 1) break;
             const double t0 = sg4::Engine::get_clock();
-            ring_allreduce(dp_group, plan.dp_grad_bytes[pp] / v, *actors, route_latency(dp_group));
+            sg4::Mailbox* done = eager_mailbox("dpdone:" + std::to_string(r), r, *actors);
+            for (int k = 0; k < buckets; ++k) done->get<char>();
             const double t1 = sg4::Engine::get_clock();
             result.exposed_comm_s[r] += t1 - t0;
-            recorder->add(r, core::Lane::DpCollective, "allreduce", "dp allreduce", t0, t1, -1, a.chunk,
-                          plan.dp_grad_bytes[pp] / v);
+            recorder->add(r, core::Lane::DpCollective, "grad-sync", "GRAD_SYNC", t0, t1, -1, a.chunk);
             break;
           }
           case core::ActionKind::OptimizerStep: {
@@ -204,6 +248,10 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
             break;
           }
         }
+      }
+      if (to_stream) {
+        requests.push_back(std::make_unique<double>(-1.0));
+        to_stream->put(requests.back().get(), 0);
       }
     });
   }
