@@ -140,10 +140,23 @@ Scene draw_timeline(const Timeline& tl, const ViewOptions& view) {
       s.texts.push_back({kMargin, y + 17, r.label, pal.text, 11, true});
       s.texts.push_back({g.plot_x0 - 8, y + 17, "bubble " + percent(tl.bubble_fraction(r.rank)), pal.text, 10, false,
                          Text::Right});
-      for (const Interval& b : tl.bubbles(r.rank)) {
-        const double end = std::isnan(view.reveal_until_us) ? b.end_us : std::min(b.end_us, view.reveal_until_us);
-        if (end < g.t0_us || b.begin_us > g.t1_us || b.begin_us >= end) continue;
-        const double x0 = clip_x(g.x_of(b.begin_us)), x1 = clip_x(g.x_of(end));
+      // Bubbles narrower than half a pixel vanish under the ops' merged boxes anyway.
+      const auto& bubbles = tl.bubbles(r.rank);
+      auto first = std::lower_bound(bubbles.begin(), bubbles.end(), g.t0_us,
+                                    [](const Interval& b, double t) { return b.end_us < t; });
+      for (auto b = first; b != bubbles.end() && b->begin_us <= g.t1_us; ++b) {
+        const double end = std::isnan(view.reveal_until_us) ? b->end_us : std::min(b->end_us, view.reveal_until_us);
+        const double x0 = clip_x(g.x_of(b->begin_us)), x1 = clip_x(g.x_of(end));
+        if (b->begin_us >= end) continue;
+        if (x1 - x0 < 0.5) {
+          // Skip the tiny bubbles of this pixel column, but look at the last one that
+          // starts in it: it may reach into the next columns.
+          const double next_column = g.t_of(std::floor(x1) + 1.0);
+          auto next = std::lower_bound(b + 1, bubbles.end(), next_column,
+                                       [](const Interval& i, double t) { return i.begin_us < t; });
+          if (next - 1 != b) b = next - 2;  // the loop's ++b lands on next - 1
+          continue;
+        }
         s.boxes.push_back({x0, y + 2, x1 - x0, h - 4, pal.bubble, "", -1});
       }
     } else {
@@ -151,9 +164,23 @@ Scene draw_timeline(const Timeline& tl, const ViewOptions& view) {
     }
     // Level of detail: ops narrower than a pixel that touch the previous box are merged
     // into it, so a million events become at most a few boxes per pixel column.
+    // When every op of the row is narrower than a pixel, whole pixel columns are
+    // skipped by binary search after the first op in them: the cost follows the
+    // image's width, not the event count.
     const auto [lo, hi] = tl.visible(i, g.t0_us, g.t1_us);
+    const bool dense = g.x_of(g.t0_us + tl.longest_us(i)) - g.plot_x0 < 1.0;
     Box* last = nullptr;
     for (size_t k = lo; k < hi; ++k) {
+      if (dense && last && k > lo) {
+        const double next_column = g.t_of(std::floor(last->x + last->w) + 1.0);
+        const size_t jump = tl.first_starting_at(i, k, next_column);
+        if (jump > k) {
+          last->w = std::max(last->w, std::floor(last->x + last->w) + 1.0 - last->x);  // the skipped ops' column
+          last->label.clear();
+          k = jump;
+          if (k >= hi) break;
+        }
+      }
       const long idx = static_cast<long>(r.events[k]);
       const core::TraceEvent& e = events[static_cast<size_t>(idx)];
       if (e.end_us() < g.t0_us || e.ts_us > g.t1_us || e.ts_us > view.reveal_until_us) continue;
@@ -214,12 +241,10 @@ Scene draw_timeline(const Timeline& tl, const ViewOptions& view) {
   double x = kMargin;
   const double ly = rows_end + 12;
   std::vector<std::pair<std::string, Color>> legend;
-  std::map<std::string, bool> seen;
-  for (const auto& e : events)
-    if (!seen[e.kind]) seen[e.kind] = true;
+  const auto& kinds = tl.kinds();
   for (const char* kind : {"forward", "backward", "backward-input", "backward-weight", "send", "recv", "allreduce",
                            "grad-sync", "optimizer"})
-    if (seen.count(kind)) legend.push_back({kind, pal.of_kind(kind)});
+    if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) legend.push_back({kind, pal.of_kind(kind)});
   legend.push_back({"bubble (idle inside the step)", pal.bubble});
   for (const auto& [name, color] : legend) {
     s.boxes.push_back({x, ly, 12, 12, color, "", -1});

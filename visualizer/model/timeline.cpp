@@ -57,7 +57,11 @@ Timeline::Timeline(core::Trace trace, std::optional<int> step) : trace_(std::mov
 
   // Rows: ranks ordered by (pp, tp, dp); every rank gets the sub-lanes any rank uses.
   std::set<core::Lane> used;
-  for (const auto& e : trace_.events) used.insert(e.lane);
+  std::set<std::string> kinds_seen;
+  for (const auto& e : trace_.events) {
+    used.insert(e.lane);
+    if (kinds_seen.insert(e.kind).second) kinds_.push_back(e.kind);
+  }
   std::vector<int> order(num_ranks);
   for (int r = 0; r < num_ranks; ++r) order[r] = r;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -145,6 +149,13 @@ std::pair<size_t, size_t> Timeline::visible(size_t row, double t0, double t1) co
   auto lo = std::lower_bound(ev.begin(), ev.end(), from, [&](size_t i, double t) { return start_of(i) < t; });
   auto hi = std::upper_bound(ev.begin(), ev.end(), t1, [&](double t, size_t i) { return t < start_of(i); });
   return {static_cast<size_t>(lo - ev.begin()), static_cast<size_t>(hi - ev.begin())};
+}
+
+size_t Timeline::first_starting_at(size_t row, size_t from, double t) const {
+  const auto& ev = rows_[row].events;
+  auto it = std::lower_bound(ev.begin() + static_cast<long>(from), ev.end(), t,
+                             [&](size_t i, double x) { return trace_.events[i].ts_us < x; });
+  return static_cast<size_t>(it - ev.begin());
 }
 
 }  // namespace quintnet::viz

@@ -36,6 +36,7 @@ class Timeline {
   double begin_us() const { return begin_us_; }
   double end_us() const { return end_us_; }
   std::vector<int> steps() const;
+  const std::vector<std::string>& kinds() const { return kinds_; }  // op kinds present, first-seen order
 
   // Idle intervals of `rank`'s compute lane inside the step windows, in time order.
   const std::vector<Interval>& bubbles(int rank) const { return bubbles_.at(static_cast<size_t>(rank)); }
@@ -49,12 +50,16 @@ class Timeline {
 
   // The events of `row` that overlap [t0, t1]: a range into rows()[row].events.
   std::pair<size_t, size_t> visible(size_t row, double t0, double t1) const;
+  // The first event of `row` at index >= from that starts at or after t.
+  size_t first_starting_at(size_t row, size_t from, double t) const;
+  double longest_us(size_t row) const { return max_dur_per_row_[row]; }
 
  private:
   core::Trace trace_;
   std::vector<Row> rows_;
   std::vector<std::vector<Interval>> bubbles_;  // per rank
   std::vector<double> busy_us_;                 // per rank, inside the windows
+  std::vector<std::string> kinds_;
   std::vector<double> max_dur_per_row_;         // for visible(): how far back an overlapping event can start
   double begin_us_ = 0, end_us_ = 0, window_total_us_ = 0;
 };
