@@ -120,92 +120,114 @@ constexpr int kMaxRanks = 1 << 24;
 
 }  // namespace
 
+TraceAssembler::TraceAssembler(std::string origin, std::size_t max_events)
+    : origin_(std::move(origin)), max_events_(max_events) {}
+
+void TraceAssembler::other_data(const Json& od) {
+  if (!od.is_object()) throw TraceError(origin_ + ": otherData: expected an object");
+  if (od.contains("source")) {
+    if (!od["source"].is_string()) throw TraceError(origin_ + ": otherData.source: expected text");
+    t_.source = od["source"].get<std::string>();
+  }
+  t_.plan = od.value("plan", Json(nullptr));
+  t_.platform = od.value("platform", Json(nullptr));
+  t_.summary = od.value("summary", Json(nullptr));
+  if (od.contains("ranks")) {
+    const Json& rs = od["ranks"];
+    if (!rs.is_array() || rs.size() > static_cast<size_t>(kMaxRanks))
+      throw TraceError(origin_ + ": otherData.ranks: expected a list of rank coordinates");
+    for (size_t i = 0; i < rs.size(); ++i) {
+      EventReader r(rs[i], origin_ + ": otherData.ranks[" + std::to_string(i) + "]");
+      if (!rs[i].is_object()) r.fail("dp", "an object {dp, tp, pp}");
+      t_.ranks.push_back({r.integer("dp", 0, kMaxRanks), r.integer("tp", 0, kMaxRanks), r.integer("pp", 0, kMaxRanks)});
+    }
+  }
+}
+
+void TraceAssembler::event(const Json& e, std::size_t i) {
+  const std::string where = origin_ + ": traceEvents[" + std::to_string(i) + "]";
+  EventReader r(e, where);
+  if (!e.is_object())
+    throw TraceError(where + ": expected an event object, got " +
+                     e.dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 40));
+  const std::string ph = r.text("ph", "");
+  if (ph == "X") {
+    TraceEvent ev;
+    ev.name = r.text("name", "");
+    ev.kind = r.text("cat", "");
+    ev.rank = r.integer("pid", 0, kMaxRanks - 1);
+    ev.lane = static_cast<Lane>(r.integer("tid", 0, kNumLanes - 1));
+    ev.ts_us = r.number("ts");
+    ev.dur_us = r.number("dur", 0.0);
+    ev.step = static_cast<int>(r.arg("step", 0));
+    ev.mb = static_cast<int>(r.arg("mb", -1));
+    ev.chunk = static_cast<int>(r.arg("chunk", -1));
+    ev.bytes = r.arg("bytes", 0);
+    ev.peer = static_cast<int>(r.arg("peer", -1));
+    if (static_cast<std::size_t>(ev.rank) >= max_events_ + t_.ranks.size())
+      r.fail("pid", "a rank below the number of events (a sane rank count)");
+    std::optional<std::int64_t> coords[3];
+    const char* names[3] = {"dp", "tp", "pp"};
+    for (int k = 0; k < 3; ++k)
+      if (e.contains("args") && e["args"].contains(names[k])) coords[k] = r.arg(names[k], 0);
+    add_event(std::move(ev), coords, i);
+  } else if (ph == "s" || ph == "f") {
+    if (!e.contains("id") || !e["id"].is_number_unsigned()) r.fail("id", "a flow id (whole number >= 0)");
+    const std::uint64_t id = e["id"].get<std::uint64_t>();
+    EventReader end(e, origin_ + ": flow " + std::to_string(id) + (ph == "s" ? " start" : " finish"));
+    FlowEnd fe{true, end.integer("pid", 0, kMaxRanks - 1), end.integer("tid", 0, kNumLanes - 1), end.number("ts")};
+    auto& ends = flow_ends_[id];
+    (ph == "s" ? ends.first : ends.second) = fe;
+  }
+  // Metadata ("M") and event types other tools add are not part of the model.
+}
+
+void TraceAssembler::add_event(TraceEvent ev, const std::optional<std::int64_t> (&coords)[3], std::size_t index) {
+  if (ev.rank >= t_.num_ranks()) {
+    if (static_cast<std::size_t>(ev.rank) >= max_events_ + t_.ranks.size())
+      throw TraceError(origin_ + ": traceEvents[" + std::to_string(index) +
+                       "].pid: expected a rank below the number of events (a sane rank count)");
+    t_.ranks.resize(ev.rank + 1);
+  }
+  RankCoords& c = t_.ranks[ev.rank];
+  if (coords[0]) c.dp = static_cast<int>(*coords[0]);
+  if (coords[1]) c.tp = static_cast<int>(*coords[1]);
+  if (coords[2]) c.pp = static_cast<int>(*coords[2]);
+  t_.events.push_back(std::move(ev));
+}
+
+Trace TraceAssembler::finish() {
+  for (const auto& [id, ends] : flow_ends_) {
+    if (!ends.first.present || !ends.second.present)
+      throw TraceError(origin_ + ": flow " + std::to_string(id) + " has a " + (ends.first.present ? "start" : "finish") +
+                       " event but no " + (ends.first.present ? "finish ('f')" : "start ('s')"));
+    TraceFlow flow;
+    flow.id = id;
+    flow.from_rank = ends.first.rank;
+    flow.from_lane = static_cast<Lane>(ends.first.lane);
+    flow.from_ts_us = ends.first.ts_us;
+    flow.to_rank = ends.second.rank;
+    flow.to_lane = static_cast<Lane>(ends.second.lane);
+    flow.to_ts_us = ends.second.ts_us;
+    const int hi = std::max(flow.from_rank, flow.to_rank);
+    if (hi >= t_.num_ranks()) {
+      if (static_cast<std::size_t>(hi) > t_.ranks.size() + max_events_)
+        throw TraceError(origin_ + ": flow " + std::to_string(id) + " start.pid: expected a rank that has events");
+      t_.ranks.resize(hi + 1);
+    }
+    t_.flows.push_back(flow);
+  }
+  return std::move(t_);
+}
+
 Trace trace_from_json(const Json& doc, const std::string& origin) {
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
     throw TraceError(origin + ": not a Chrome trace: expected an object with a \"traceEvents\" list");
-  Trace t;
-  if (doc.contains("otherData")) {
-    const Json& od = doc["otherData"];
-    if (!od.is_object()) throw TraceError(origin + ": otherData: expected an object");
-    if (od.contains("source")) {
-      if (!od["source"].is_string()) throw TraceError(origin + ": otherData.source: expected text");
-      t.source = od["source"].get<std::string>();
-    }
-    t.plan = od.value("plan", Json(nullptr));
-    t.platform = od.value("platform", Json(nullptr));
-    t.summary = od.value("summary", Json(nullptr));
-    if (od.contains("ranks")) {
-      const Json& rs = od["ranks"];
-      if (!rs.is_array() || rs.size() > static_cast<size_t>(kMaxRanks))
-        throw TraceError(origin + ": otherData.ranks: expected a list of rank coordinates");
-      for (size_t i = 0; i < rs.size(); ++i) {
-        EventReader r(rs[i], origin + ": otherData.ranks[" + std::to_string(i) + "]");
-        if (!rs[i].is_object()) r.fail("dp", "an object {dp, tp, pp}");
-        t.ranks.push_back({r.integer("dp", 0, kMaxRanks), r.integer("tp", 0, kMaxRanks), r.integer("pp", 0, kMaxRanks)});
-      }
-    }
-  }
-
-  std::map<std::uint64_t, std::pair<const Json*, const Json*>> flow_ends;  // id -> (s, f)
   const Json& events = doc["traceEvents"];
-  for (size_t i = 0; i < events.size(); ++i) {
-    const Json& e = events[i];
-    const std::string where = origin + ": traceEvents[" + std::to_string(i) + "]";
-    EventReader r(e, where);
-    if (!e.is_object()) throw TraceError(where + ": expected an event object, got " +
-                       e.dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 40));
-    const std::string ph = r.text("ph", "");
-    if (ph == "X") {
-      TraceEvent ev;
-      ev.name = r.text("name", "");
-      ev.kind = r.text("cat", "");
-      ev.rank = r.integer("pid", 0, kMaxRanks - 1);
-      ev.lane = static_cast<Lane>(r.integer("tid", 0, kNumLanes - 1));
-      ev.ts_us = r.number("ts");
-      ev.dur_us = r.number("dur", 0.0);
-      ev.step = static_cast<int>(r.arg("step", 0));
-      ev.mb = static_cast<int>(r.arg("mb", -1));
-      ev.chunk = static_cast<int>(r.arg("chunk", -1));
-      ev.bytes = r.arg("bytes", 0);
-      ev.peer = static_cast<int>(r.arg("peer", -1));
-      if (ev.rank >= t.num_ranks()) {
-        if (ev.rank >= static_cast<int>(events.size()) + t.num_ranks())
-          r.fail("pid", "a rank below the number of events (a sane rank count)");
-        t.ranks.resize(ev.rank + 1);
-      }
-      RankCoords c{static_cast<int>(r.arg("dp", t.ranks[ev.rank].dp)), static_cast<int>(r.arg("tp", t.ranks[ev.rank].tp)),
-                   static_cast<int>(r.arg("pp", t.ranks[ev.rank].pp))};
-      t.ranks[ev.rank] = c;
-      t.events.push_back(std::move(ev));
-    } else if (ph == "s" || ph == "f") {
-      if (!e.contains("id") || !e["id"].is_number_unsigned()) r.fail("id", "a flow id (whole number >= 0)");
-      auto& ends = flow_ends[e["id"].get<std::uint64_t>()];
-      (ph == "s" ? ends.first : ends.second) = &e;
-    }
-    // Metadata ("M") and event types other tools add are not part of the model.
-  }
-  for (const auto& [id, ends] : flow_ends) {
-    if (!ends.first || !ends.second)
-      throw TraceError(origin + ": flow " + std::to_string(id) + " has a " + (ends.first ? "start" : "finish") +
-                       " event but no " + (ends.first ? "finish ('f')" : "start ('s')"));
-    EventReader s(*ends.first, origin + ": flow " + std::to_string(id) + " start");
-    EventReader f(*ends.second, origin + ": flow " + std::to_string(id) + " finish");
-    TraceFlow flow;
-    flow.id = id;
-    flow.from_rank = s.integer("pid", 0, kMaxRanks - 1);
-    flow.from_lane = static_cast<Lane>(s.integer("tid", 0, kNumLanes - 1));
-    flow.from_ts_us = s.number("ts");
-    flow.to_rank = f.integer("pid", 0, kMaxRanks - 1);
-    flow.to_lane = static_cast<Lane>(f.integer("tid", 0, kNumLanes - 1));
-    flow.to_ts_us = f.number("ts");
-    const int hi = std::max(flow.from_rank, flow.to_rank);
-    if (hi >= t.num_ranks()) {
-      if (hi > t.num_ranks() + static_cast<int>(events.size())) s.fail("pid", "a rank that has events");
-      t.ranks.resize(hi + 1);
-    }
-    t.flows.push_back(flow);
-  }
-  return t;
+  TraceAssembler a(origin, events.size());
+  if (doc.contains("otherData")) a.other_data(doc["otherData"]);
+  for (size_t i = 0; i < events.size(); ++i) a.event(events[i], i);
+  return a.finish();
 }
 
 void write_trace(const Trace& trace, const std::string& path) {
@@ -214,29 +236,6 @@ void write_trace(const Trace& trace, const std::string& path) {
   } catch (const UserError& e) {
     throw TraceError(std::string(e.what()) + " (the trace)");
   }
-}
-
-Trace read_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path + ": cannot open the trace (" + std::string(std::strerror(errno)) + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_trace_text(text.str(), path);
-}
-
-Trace parse_trace_text(const std::string& text, const std::string& origin) {
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    std::string what = e.what();
-    auto colon = what.find("error");
-    throw TraceError(origin + ": not valid JSON at byte " + std::to_string(e.byte) + ": " +
-                     (colon != std::string::npos ? what.substr(colon) : what));
-  } catch (const Json::exception& e) {  // e.g. a number too large for a double
-    throw TraceError(origin + ": not valid JSON: " + e.what());
-  }
-  return trace_from_json(doc, origin);
 }
 
 }  // namespace quintnet::core

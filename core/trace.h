@@ -10,6 +10,8 @@
 //   - otherData        {source: "exec"|"sim"|"schedule", plan, platform, summary}
 // One reader and one writer live here; nothing else parses the format.
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +77,33 @@ nlohmann::json trace_to_json(const Trace& trace);
 // Throws TraceError naming the event index and field, e.g.
 // "trace.json: traceEvents[17].dur: expected a number >= 0, got "abc"".
 Trace trace_from_json(const nlohmann::json& doc, const std::string& origin = "<trace>");
+
+// Builds a Trace from a trace document's parts as they arrive (the DOM path above
+// and the streaming reader use it): otherData first, then each traceEvents element.
+// Throws TraceError naming traceEvents[i].field.  `max_events` bounds rank numbers
+// (no rank beyond the number of events a file of that size could hold).
+class TraceAssembler {
+ public:
+  TraceAssembler(std::string origin, std::size_t max_events);
+  void other_data(const nlohmann::json& other_data);
+  void event(const nlohmann::json& element, std::size_t index);
+  // A complete event ("X") already decoded and checked (the streaming reader's fast
+  // path); `coords` are args.dp/tp/pp when present.
+  void add_event(TraceEvent ev, const std::optional<std::int64_t> (&coords)[3], std::size_t index);
+  Trace finish();
+  void reserve(std::size_t events) { t_.events.reserve(events); }
+
+ private:
+  struct FlowEnd {
+    bool present = false;
+    int rank = 0, lane = 0;
+    double ts_us = 0;
+  };
+  std::string origin_;
+  std::size_t max_events_;
+  Trace t_;
+  std::map<std::uint64_t, std::pair<FlowEnd, FlowEnd>> flow_ends_;  // id -> (start, finish)
+};
 
 // Atomic write (temporary file + rename): a crash never leaves half a trace.
 void write_trace(const Trace& trace, const std::string& path);
