@@ -46,15 +46,11 @@ double mean_step_time_us(const Trace& trace) {
   return span.empty() ? 0.0 : sum / static_cast<double>(span.size());
 }
 
-namespace {
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
   return v[v.size() / 2];
 }
-
-}  // namespace
 
 OpCosts median_op_costs(const Trace& trace, int chunks_per_rank) {
   std::map<std::string, std::vector<double>> durations;

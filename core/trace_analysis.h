@@ -1,6 +1,8 @@
 #pragma once
 // Figures read back from a trace (measured or simulated): the bubble, and the mean
 // op costs that core::simulate_schedule needs to predict it.
+#include <vector>
+
 #include "core/schedule_validator.h"
 #include "core/trace.h"
 
@@ -18,6 +20,10 @@ double measured_bubble_fraction(const Trace& trace);
 // posted; over all flows when none was).  Medians, not means: on an oversubscribed
 // CPU a few ops are stretched by time-slicing.  Kinds absent from the trace cost 0.
 OpCosts median_op_costs(const Trace& trace, int chunks_per_rank = 1);
+
+// The median (upper middle for an even count) of measured durations; 0 for none.
+// Medians, not means: on an oversubscribed CPU a few ops are stretched by time-slicing.
+double median(std::vector<double> values);
 
 // Mean over the trace's steps of each step's span: first event start to last event
 // end over all ranks and lanes (the optimizer step included).

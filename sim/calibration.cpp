@@ -10,15 +10,8 @@
 #include "core/trace_analysis.h"
 
 namespace quintnet::sim {
-namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
+using core::median;
 
 Calibration calibrate(const core::Trace& trace, const std::string& source) {
   if (trace.source != "exec")
