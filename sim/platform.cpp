@@ -61,13 +61,19 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
   number("inter_latency", p.inter_latency, 0);
   number("oversubscription", p.oversubscription, 1);
   if (p.efficiency > 1) throw core::UserError(origin + ": 'efficiency' is a fraction of peak, at most 1");
+  if (j.contains("collective")) {
+    const auto& c = j.at("collective");
+    if (!c.is_string() || (c != "ring" && c != "hierarchical"))
+      throw core::UserError(origin + ": 'collective' must be \"ring\" or \"hierarchical\", got " + c.dump());
+    p.hierarchical_collectives = c == "hierarchical";
+  }
   p.nodes = static_cast<int>(nodes);
   p.gpus_per_node = static_cast<int>(gpus);
   p.nics_per_node = static_cast<int>(nics);
   p.cores_per_node = static_cast<int>(cores);
   static const std::vector<std::string> known = {"preset", "name", "nodes", "gpus_per_node", "nics_per_node",
                                                  "peak_flops", "efficiency", "memory_bytes", "intra_bandwidth",
-                                                 "intra_latency", "nic_bandwidth", "inter_latency", "oversubscription", "cores_per_node"};
+                                                 "intra_latency", "nic_bandwidth", "inter_latency", "oversubscription", "cores_per_node", "collective"};
   for (const auto& [key, value] : j.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
       throw core::UserError(origin + ": unknown field '" + key + "'");
@@ -79,7 +85,8 @@ nlohmann::json platform_to_json(const Platform& p) {
           {"peak_flops", p.peak_flops}, {"efficiency", p.efficiency}, {"memory_bytes", p.memory_bytes},
           {"intra_bandwidth", p.intra_bandwidth}, {"intra_latency", p.intra_latency},
           {"nic_bandwidth", p.nic_bandwidth}, {"inter_latency", p.inter_latency},
-          {"oversubscription", p.oversubscription}, {"cores_per_node", p.cores_per_node}};
+          {"oversubscription", p.oversubscription}, {"cores_per_node", p.cores_per_node},
+          {"collective", p.hierarchical_collectives ? "hierarchical" : "ring"}};
 }
 
 Platform load_platform(const std::string& name_or_file, int nodes) {

@@ -27,6 +27,9 @@ struct Platform {
   // > 0: the node's ranks are processes sharing this many CPU cores, e.g. 8 ranks on
   // a 2-core machine: each gets min(1, cores / ranks) of a core (see simgrid_compat.h).
   int cores_per_node = 0;
+  // DP all-reduces over groups spanning nodes: one ring, or NCCL-style two levels
+  // (reduce-scatter in the node, all-reduce across nodes, all-gather in the node).
+  bool hierarchical_collectives = false;
 
   int gpus() const { return nodes * gpus_per_node; }
   double gpu_flops() const { return peak_flops * efficiency; }  // per GPU, or per core when cores_per_node > 0

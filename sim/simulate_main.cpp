@@ -40,6 +40,7 @@ const std::vector<OptionSpec> kOptions = {
     {"p2p-bytes", "BYTES", "with --uniform: bytes of each activation message [0]"},
     {"allreduce", "BYTES", "simulate one ring all-reduce of BYTES over --ranks GPUs and print its time"},
     {"ranks", "N", "with --allreduce: ranks in the ring [8]"},
+    {"collective", "KIND", "ring or hierarchical (two-level) DP all-reduces across nodes [the platform's: ring]"},
 };
 
 double number(const Args& args, const std::string& name, double fallback) {
@@ -64,6 +65,10 @@ int simulate(int argc, char** argv) {
   if (auto path = args.value("calibration")) calibration = sim::read_calibration(*path);
   sim::Platform platform = calibration ? sim::calibrated_platform(*calibration, 1)
                                        : sim::load_platform(args.get("platform", "dgx-a100"), args.get_int("nodes", 0, 0, 1 << 20));
+  if (auto c = args.value("collective")) {
+    if (*c != "ring" && *c != "hierarchical") throw UsageError("--collective '" + *c + "': expected ring or hierarchical");
+    platform.hierarchical_collectives = *c == "hierarchical";
+  }
   const auto wall0 = std::chrono::steady_clock::now();
 
   if (args.value("allreduce")) {

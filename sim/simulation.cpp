@@ -38,19 +38,65 @@ sg4::Mailbox* eager_mailbox(const std::string& name, int receiver, const std::ve
 // the closed form 2(n-1)(a + S/(nB)) exact and the simulation at one message per
 // member and collective, what lets a 1024-GPU step run in seconds.  `count` folds
 // that many back-to-back all-reduces of the same size (the 2 per layer of an op).
+// `steps` ring steps of `chunk` bytes each to the ring successor, folded into one
+// transfer plus the steps - 1 further route latencies.
+void ring_phase(const RingGroup& g, const std::string& tag, int steps, double chunk,
+                const std::vector<sg4::ActorPtr>& actors, double latency) {
+  const int n = static_cast<int>(g.ranks.size());
+  if (n <= 1 || steps <= 0) return;
+  const int next = g.ranks[(g.index + 1) % n], me = g.ranks[g.index];
+  static char token;
+  sg4::CommPtr send = eager_mailbox(tag + std::to_string(next), next, actors)
+                          ->put_async(&token, static_cast<uint64_t>(steps * chunk));
+  eager_mailbox(tag + std::to_string(me), me, actors)->get<char>();
+  send->wait();
+  if (steps > 1 && latency > 0) sg4::this_actor::sleep_for((steps - 1) * latency);
+}
+
 void ring_allreduce(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>& actors, double latency, int count = 1) {
   const int n = static_cast<int>(g.ranks.size());
   if (n <= 1 || count <= 0) return;
-  const int call = g.calls++;
-  const int next = g.ranks[(g.index + 1) % n], me = g.ranks[g.index];
-  static char token;
-  const std::string tag = g.name + ":" + std::to_string(call) + ":";
-  const double volume = count * 2.0 * (n - 1) / n * bytes;
-  sg4::CommPtr send = eager_mailbox(tag + std::to_string(next), next, actors)->put_async(&token, static_cast<uint64_t>(volume));
-  eager_mailbox(tag + std::to_string(me), me, actors)->get<char>();
-  send->wait();
-  const double more_latency = (count * 2.0 * (n - 1) - 1) * latency;
-  if (more_latency > 0) sg4::this_actor::sleep_for(more_latency);
+  const std::string tag = g.name + ":" + std::to_string(g.calls++) + ":";
+  ring_phase(g, tag, count * 2 * (n - 1), bytes / n, actors, latency);
+}
+
+// The parts of a group that spans nodes with the same number of members on each:
+// this member's node-mates and its peers (same position) on the other nodes.
+bool hierarchical_parts(const RingGroup& g, int gpus_per_node, RingGroup& local, RingGroup& across) {
+  std::map<int, std::vector<int>> by_node;
+  for (int r : g.ranks) by_node[r / gpus_per_node].push_back(r);
+  const size_t k = by_node.begin()->second.size();
+  if (by_node.size() < 2 || k < 2) return false;
+  for (const auto& [node, members] : by_node)
+    if (members.size() != k) return false;
+  const int me = g.ranks[g.index];
+  const auto& mine = by_node[me / gpus_per_node];
+  const int position = static_cast<int>(std::find(mine.begin(), mine.end(), me) - mine.begin());
+  local = {g.name + ".node" + std::to_string(me / gpus_per_node), mine, position, 0};
+  across = {g.name + ".pos" + std::to_string(position), {}, 0, 0};
+  for (const auto& [node, members] : by_node) {
+    if (members[position] == me) across.index = static_cast<int>(across.ranks.size());
+    across.ranks.push_back(members[position]);
+  }
+  return true;
+}
+
+// Hierarchical all-reduce (NCCL's tree-free two-level scheme): reduce-scatter inside
+// the node (k members), all-reduce of each 1/k share across the N nodes, all-gather
+// inside the node: 2(k-1)(a_in + S/(k B_in)) + 2(N-1)(a_x + S/(k N B_x)).
+void hierarchical_allreduce(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>& actors,
+                            const Platform& p) {
+  RingGroup local, across;
+  if (!hierarchical_parts(g, p.gpus_per_node, local, across)) {
+    ring_allreduce(g, bytes, actors, g.ranks.size() > 1 ? p.intra_latency + p.inter_latency : p.intra_latency);
+    return;
+  }
+  const std::string tag = g.name + ":" + std::to_string(g.calls++) + ":";
+  const int k = static_cast<int>(local.ranks.size()), nodes = static_cast<int>(across.ranks.size());
+  ring_phase(local, tag + "rs:", k - 1, bytes / k, actors, p.intra_latency);
+  ring_phase(across, tag + "x:", 2 * (nodes - 1), bytes / (static_cast<double>(k) * nodes), actors,
+             p.intra_latency + p.inter_latency);
+  ring_phase(local, tag + "ag:", k - 1, bytes / k, actors, p.intra_latency);
 }
 
 // The engine, quiet, with the network model where latency and bandwidth mean what
@@ -100,7 +146,15 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
     const int pp = mesh.coord(r, "pp"), tp = mesh.coord(r, "tp"), dp = mesh.coord(r, "dp");
     auto rank_at = [&](int d, int t, int p) { return mesh.rank({d, t, p}); };
     if (plan.tp > 1) pairs.insert({r, rank_at(dp, (tp + 1) % plan.tp, pp)});
-    if (plan.dp > 1) pairs.insert({r, rank_at((dp + 1) % plan.dp, tp, pp)});
+    if (plan.dp > 1) {
+      pairs.insert({r, rank_at((dp + 1) % plan.dp, tp, pp)});
+      RingGroup group{"dp", {}, dp, 0}, local, across;
+      for (int d = 0; d < plan.dp; ++d) group.ranks.push_back(rank_at(d, tp, pp));
+      if (platform.hierarchical_collectives && hierarchical_parts(group, platform.gpus_per_node, local, across)) {
+        pairs.insert({r, local.ranks[(local.index + 1) % local.ranks.size()]});
+        pairs.insert({r, across.ranks[(across.index + 1) % across.ranks.size()]});
+      }
+    }
     if (s.pp > 1) {
       pairs.insert({r, rank_at(dp, tp, (pp + 1) % s.pp)});
       pairs.insert({r, rank_at(dp, tp, (pp + s.pp - 1) % s.pp)});
@@ -135,7 +189,8 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
           const double* bytes = requests->get<double>();
           if (*bytes < 0) break;  // the step is over
           const double t0 = sg4::Engine::get_clock();
-          ring_allreduce(group, *bytes, *streams, route_latency(group));
+          if (platform.hierarchical_collectives) hierarchical_allreduce(group, *bytes, *streams, platform);
+          else ring_allreduce(group, *bytes, *streams, route_latency(group));
           recorder->add(r, core::Lane::DpCollective, "allreduce", "dp bucket", t0, sg4::Engine::get_clock(), -1, -1,
                         *bytes);
           static char done;
@@ -268,20 +323,31 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
 }
 
 double simulate_ring_allreduce(double bytes, int ranks, const Platform& platform) {
-  std::vector<std::pair<int, int>> pairs;
-  for (int r = 0; r < ranks; ++r) pairs.push_back({r, (r + 1) % ranks});
+  RingGroup whole{"ring", {}, 0, 0};
+  for (int k = 0; k < ranks; ++k) whole.ranks.push_back(k);
+  std::set<std::pair<int, int>> pairs;
+  for (int r = 0; r < ranks && ranks > 1; ++r) {
+    pairs.insert({r, (r + 1) % ranks});
+    RingGroup me = whole, local, across;
+    me.index = r;
+    if (platform.hierarchical_collectives && hierarchical_parts(me, platform.gpus_per_node, local, across)) {
+      pairs.insert({r, local.ranks[(local.index + 1) % local.ranks.size()]});
+      pairs.insert({r, across.ranks[(across.index + 1) % across.ranks.size()]});
+    }
+  }
   sg4::Engine engine = make_engine();
-  const auto hosts = build_platform(platform, ranks, ranks > 1 ? pairs : std::vector<std::pair<int, int>>{});
+  const auto hosts = build_platform(platform, ranks, {pairs.begin(), pairs.end()});
   auto actors = std::make_shared<std::vector<sg4::ActorPtr>>(ranks);
   double end = 0;
   for (int r = 0; r < ranks; ++r)
     start_actor("rank" + std::to_string(r), hosts[r], [&, r, actors] {
       (*actors)[r] = sg4::Actor::self();
       sg4::this_actor::yield();
-      RingGroup g{"ring", {}, r, 0};
-      for (int k = 0; k < ranks; ++k) g.ranks.push_back(k);
-      ring_allreduce(g, bytes, *actors, ranks > platform.gpus_per_node ? platform.inter_latency + platform.intra_latency
-                                                                       : platform.intra_latency);
+      RingGroup g = whole;
+      g.index = r;
+      if (platform.hierarchical_collectives) hierarchical_allreduce(g, bytes, *actors, platform);
+      else ring_allreduce(g, bytes, *actors, ranks > platform.gpus_per_node ? platform.inter_latency + platform.intra_latency
+                                                                           : platform.intra_latency);
       end = std::max(end, sg4::Engine::get_clock());
     });
   engine.run();

@@ -186,3 +186,23 @@ TEST(Simulator, DataParallelBucketsOverlapTheLastBackward) {
   EXPECT_GT(whole, 0.002);
   EXPECT_LT(exposed, 0.25 * whole) << "exposed " << exposed << " s of a " << whole << " s all-reduce";
 }
+
+TEST(Simulator, HierarchicalAllReduceIsReduceScatterAcrossNodesAllGather) {
+  // 4 nodes x 4 GPUs: inside a node B_in = 100 GB/s, a_in = 2 us; between nodes one NIC
+  // per GPU, B_x = 10 GB/s, route latency a_in + a_x = 2 + 8 us.
+  const std::string platform = write_file("two_level_platform.json",
+                                          R"({"name": "two-level", "nodes": 4, "gpus_per_node": 4, "nics_per_node": 4,
+                                              "intra_bandwidth": 1e11, "intra_latency": 2e-6,
+                                              "nic_bandwidth": 1e10, "inter_latency": 8e-6,
+                                              "collective": "hierarchical"})");
+  const double S = 1e9;
+  const int k = 4, nodes = 4;
+  const auto j = simulate("--allreduce " + std::to_string(S) + " --ranks 16 --platform " + platform);
+  // Across nodes the route is GPU link, NIC, core, NIC, GPU link: the NICs are the
+  // bottleneck (the shared core has 16 x 10 GB/s).
+  const double expected = 2.0 * (k - 1) * (2e-6 + S / (k * 1e11)) + 2.0 * (nodes - 1) * (10e-6 + S / (k * nodes * 1e10));
+  EXPECT_NEAR(j.value("allreduce_s", -1.0), expected, 1e-6 * expected);
+  // The flat ring over the same 16 GPUs crosses the NICs in every step: slower.
+  const auto flat = simulate("--allreduce " + std::to_string(S) + " --ranks 16 --collective ring --platform " + platform);
+  EXPECT_GT(flat.value("allreduce_s", 0.0), 1.5 * expected);
+}
