@@ -120,7 +120,7 @@ Platform calibrated_platform(const Calibration& c, int ranks) {
   p.cores_per_node = c.cores;
   p.peak_flops = c.forward_flops_per_s;
   p.efficiency = 1.0;
-  p.memory_bytes = 1e15;
+  p.memory_bytes = 0;  // unknown: no memory check, none printed
   p.intra_bandwidth = c.bandwidth;
   p.intra_latency = c.latency_s;
   (void)ranks;

@@ -100,7 +100,7 @@ int simulate(int argc, char** argv) {
                               calibration ? &*calibration : nullptr);
     what = plan.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
     for (size_t r = 0; r < plan.memory_bytes.size(); ++r)
-      if (plan.memory_bytes[r] > platform.memory_bytes)
+      if (platform.memory_bytes > 0 && plan.memory_bytes[r] > platform.memory_bytes)
         throw core::UserError("the plan does not fit: pipeline rank " + std::to_string(r) + " needs " +
                               gib(plan.memory_bytes[r]) + " per GPU (weights, gradients, optimizer state and " +
                               "activations), the platform's GPUs have " + gib(platform.memory_bytes) +
@@ -142,7 +142,10 @@ int simulate(int argc, char** argv) {
   if (plan.tokens_per_sample > 0) std::printf(", %.4g tokens/s", samples_s * plan.tokens_per_sample);
   std::printf("\n");
   if (mfu > 0) std::printf("  MFU              %.1f%%\n", 100 * mfu);
-  if (peak_memory > 0) std::printf("  peak memory      %s per GPU of %s\n", gib(peak_memory).c_str(), gib(platform.memory_bytes).c_str());
+  if (peak_memory > 0 && platform.memory_bytes > 0)
+    std::printf("  peak memory      %s per GPU of %s\n", gib(peak_memory).c_str(), gib(platform.memory_bytes).c_str());
+  else if (peak_memory > 0)
+    std::printf("  peak memory      %s per rank\n", gib(peak_memory).c_str());
   std::printf("  time per rank    compute %.1f%%, exposed communication %.1f%%, idle %.1f%%\n",
               100 * busy / (world * step), 100 * comm / (world * step), 100 * (1 - (busy + comm) / (world * step)));
   std::printf("  (%zu events simulated in %.2f s wall)\n", r.trace.events.size(), wall);
