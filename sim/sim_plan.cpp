@@ -15,10 +15,9 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
                           " GPUs; platform '" + platform.name + "' has " + std::to_string(platform.gpus()) + " (" +
                           std::to_string(platform.nodes) + " nodes x " + std::to_string(platform.gpus_per_node) +
                           "); use --nodes");
-  const core::ModelDims m = model_override.empty()
-                                ? core::model_dims(plan.model, seq_len > 0 ? seq_len : plan.max_seq_length)
-                                : core::model_dims(model_override);
-  core::ModelDims dims = m;
+  core::ModelDims dims = model_override.empty()
+                            ? core::model_dims(plan.model, seq_len > 0 ? seq_len : plan.max_seq_length)
+                            : core::model_dims(model_override);
   if (seq_len > 0 && !dims.vit) dims.seq = seq_len;
   SimPlan s;
   s.model = dims.name;

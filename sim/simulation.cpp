@@ -81,6 +81,12 @@ bool hierarchical_parts(const RingGroup& g, int gpus_per_node, RingGroup& local,
   return true;
 }
 
+// Latency of a ring hop: inside a node, or (when the group spans nodes) the slowest hop.
+double hop_latency(const RingGroup& g, const Platform& p) {
+  const bool one_node = g.ranks.front() / p.gpus_per_node == g.ranks.back() / p.gpus_per_node;
+  return one_node ? p.intra_latency : p.intra_latency + p.inter_latency;
+}
+
 // Hierarchical all-reduce (NCCL's tree-free two-level scheme): reduce-scatter inside
 // the node (k members), all-reduce of each 1/k share across the N nodes, all-gather
 // inside the node: 2(k-1)(a_in + S/(k B_in)) + 2(N-1)(a_x + S/(k N B_x)).
@@ -88,7 +94,7 @@ void hierarchical_allreduce(RingGroup& g, double bytes, const std::vector<sg4::A
                             const Platform& p) {
   RingGroup local, across;
   if (!hierarchical_parts(g, p.gpus_per_node, local, across)) {
-    ring_allreduce(g, bytes, actors, g.ranks.size() > 1 ? p.intra_latency + p.inter_latency : p.intra_latency);
+    ring_allreduce(g, bytes, actors, hop_latency(g, p));
     return;
   }
   const std::string tag = g.name + ":" + std::to_string(g.calls++) + ":";
@@ -97,6 +103,24 @@ void hierarchical_allreduce(RingGroup& g, double bytes, const std::vector<sg4::A
   ring_phase(across, tag + "x:", 2 * (nodes - 1), bytes / (static_cast<double>(k) * nodes), actors,
              p.intra_latency + p.inter_latency);
   ring_phase(local, tag + "ag:", k - 1, bytes / k, actors, p.intra_latency);
+}
+
+// A DP all-reduce the way the platform does them: one ring or two levels.
+void dp_allreduce(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>& actors, const Platform& p) {
+  if (p.hierarchical_collectives) hierarchical_allreduce(g, bytes, actors, p);
+  else ring_allreduce(g, bytes, actors, hop_latency(g, p));
+}
+
+// The routes a DP group's member needs: to its ring successor, and for the two-level
+// all-reduce to its successors inside the node and across nodes.
+void add_dp_routes(const RingGroup& g, const Platform& p, std::set<std::pair<int, int>>& pairs) {
+  const int me = g.ranks[g.index], n = static_cast<int>(g.ranks.size());
+  pairs.insert({me, g.ranks[(g.index + 1) % n]});
+  RingGroup local, across;
+  if (p.hierarchical_collectives && hierarchical_parts(g, p.gpus_per_node, local, across)) {
+    pairs.insert({me, local.ranks[(local.index + 1) % local.ranks.size()]});
+    pairs.insert({me, across.ranks[(across.index + 1) % across.ranks.size()]});
+  }
 }
 
 // The engine, quiet, with the network model where latency and bandwidth mean what
@@ -147,13 +171,9 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
     auto rank_at = [&](int d, int t, int p) { return mesh.rank({d, t, p}); };
     if (plan.tp > 1) pairs.insert({r, rank_at(dp, (tp + 1) % plan.tp, pp)});
     if (plan.dp > 1) {
-      pairs.insert({r, rank_at((dp + 1) % plan.dp, tp, pp)});
-      RingGroup group{"dp", {}, dp, 0}, local, across;
+      RingGroup group{"dp", {}, dp, 0};
       for (int d = 0; d < plan.dp; ++d) group.ranks.push_back(rank_at(d, tp, pp));
-      if (platform.hierarchical_collectives && hierarchical_parts(group, platform.gpus_per_node, local, across)) {
-        pairs.insert({r, local.ranks[(local.index + 1) % local.ranks.size()]});
-        pairs.insert({r, across.ranks[(across.index + 1) % across.ranks.size()]});
-      }
+      add_dp_routes(group, platform, pairs);
     }
     if (s.pp > 1) {
       pairs.insert({r, rank_at(dp, tp, (pp + 1) % s.pp)});
@@ -163,11 +183,6 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
   sg4::Engine engine = make_engine();
   const auto hosts = build_platform(platform, world, {pairs.begin(), pairs.end()});
 
-  // Latency of a ring hop: inside a node, or (when the group spans nodes) the slowest hop.
-  auto route_latency = [&](const RingGroup& g) {
-    const int first_node = g.ranks.front() / platform.gpus_per_node, last_node = g.ranks.back() / platform.gpus_per_node;
-    return first_node == last_node ? platform.intra_latency : platform.intra_latency + platform.inter_latency;
-  };
   auto recorder = std::make_shared<Recorder>();
   auto actors = std::make_shared<std::vector<sg4::ActorPtr>>(world);
   auto posted = std::make_shared<std::map<std::string, double>>();  // message -> when its send was posted
@@ -189,8 +204,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
           const double* bytes = requests->get<double>();
           if (*bytes < 0) break;  // the step is over
           const double t0 = sg4::Engine::get_clock();
-          if (platform.hierarchical_collectives) hierarchical_allreduce(group, *bytes, *streams, platform);
-          else ring_allreduce(group, *bytes, *streams, route_latency(group));
+          dp_allreduce(group, *bytes, *streams, platform);
           recorder->add(r, core::Lane::DpCollective, "allreduce", "dp bucket", t0, sg4::Engine::get_clock(), -1, -1,
                         *bytes);
           static char done;
@@ -237,7 +251,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
                       a.chunk);
         if (plan.tp > 1 && plan.tp_allreduces_per_op > 0) {
           const double c0 = sg4::Engine::get_clock();
-          ring_allreduce(tp_group, plan.tp_allreduce_bytes, *actors, route_latency(tp_group), plan.tp_allreduces_per_op);
+          ring_allreduce(tp_group, plan.tp_allreduce_bytes, *actors, hop_latency(tp_group, platform), plan.tp_allreduces_per_op);
           const double c1 = sg4::Engine::get_clock();
           result.exposed_comm_s[r] += c1 - c0;
           recorder->add(r, core::Lane::TpCollective, "allreduce", "tp allreduce", c0, c1, a.mb, a.chunk,
@@ -327,13 +341,9 @@ double simulate_ring_allreduce(double bytes, int ranks, const Platform& platform
   for (int k = 0; k < ranks; ++k) whole.ranks.push_back(k);
   std::set<std::pair<int, int>> pairs;
   for (int r = 0; r < ranks && ranks > 1; ++r) {
-    pairs.insert({r, (r + 1) % ranks});
-    RingGroup me = whole, local, across;
+    RingGroup me = whole;
     me.index = r;
-    if (platform.hierarchical_collectives && hierarchical_parts(me, platform.gpus_per_node, local, across)) {
-      pairs.insert({r, local.ranks[(local.index + 1) % local.ranks.size()]});
-      pairs.insert({r, across.ranks[(across.index + 1) % across.ranks.size()]});
-    }
+    add_dp_routes(me, platform, pairs);
   }
   sg4::Engine engine = make_engine();
   const auto hosts = build_platform(platform, ranks, {pairs.begin(), pairs.end()});
@@ -345,9 +355,7 @@ double simulate_ring_allreduce(double bytes, int ranks, const Platform& platform
       sg4::this_actor::yield();
       RingGroup g = whole;
       g.index = r;
-      if (platform.hierarchical_collectives) hierarchical_allreduce(g, bytes, *actors, platform);
-      else ring_allreduce(g, bytes, *actors, ranks > platform.gpus_per_node ? platform.inter_latency + platform.intra_latency
-                                                                           : platform.intra_latency);
+      dp_allreduce(g, bytes, *actors, platform);
       end = std::max(end, sg4::Engine::get_clock());
     });
   engine.run();

@@ -79,10 +79,8 @@ int render(int argc, char** argv) {
     core::write_file_atomically(*output, viz::scene_to_svg(scene));
   } else {
     viz::use_offscreen_without_display();
-    int qt_argc = 1;
-    char name[] = "quintnet-render";
-    char* qt_argv[] = {name, nullptr};
-    QGuiApplication app(qt_argc, qt_argv);
+    viz::QtArguments qt("quintnet-render");
+    QGuiApplication app(qt.argc, qt.argv);
     write_png(scene, *output);
   }
   std::cout << "wrote " << *output << " (" << static_cast<int>(scene.width) << "x" << static_cast<int>(scene.height)

@@ -40,10 +40,8 @@ int view(int argc, char** argv) {
   viz::Sources src = viz::load_sources(args, args.positional());
   const auto screenshot = args.value("screenshot");
   if (screenshot) viz::use_offscreen_without_display();
-  int qt_argc = 1;
-  char name[] = "quintnet-view";
-  char* qt_argv[] = {name, nullptr};
-  QApplication app(qt_argc, qt_argv);
+  viz::QtArguments qt("quintnet-view");
+  QApplication app(qt.argc, qt.argv);
 
   QMainWindow window;
   window.setWindowTitle(QString::fromStdString("QuintNet — " + src.names[0]));

@@ -158,12 +158,11 @@ TrainResult Trainer::run() {
                 p.model.kind.c_str(), p.mesh().shape_string().c_str(), p.strategy().c_str(),
                 core::schedule_kind_name(p.schedule_kind()), static_cast<long>(train.count), per_epoch, p.batch_size,
                 p.micro_batch_size(), m, p.dp());
-  if (is_logger_ && p.pp() * p.virtual_stages > 1)
-    std::printf("pipeline: %s\n",
-                core::stage_balance_note(core::model_dims(p.model, p.max_seq_length),
-                                         core::balanced_stages(core::model_dims(p.model, p.max_seq_length),
-                                                               p.pp() * p.virtual_stages))
-                    .c_str());
+  if (is_logger_ && p.pp() * p.virtual_stages > 1) {
+    const core::ModelDims dims = core::model_dims(p.model, p.max_seq_length);
+    const std::string note = core::stage_balance_note(dims, core::balanced_stages(dims, p.pp() * p.virtual_stages));
+    std::printf("pipeline: %s\n", note.c_str());
+  }
   if (is_logger_ && options_.evaluate)
     std::printf("\n| Epoch | Train Loss | Train Acc | Val Loss | Val Acc |\n|-------|------------|-----------|----------|---------|\n");
   std::fflush(stdout);

@@ -87,10 +87,8 @@ BENCHMARK(BM_Repaint)
 
 int main(int argc, char** argv) {
   quintnet::viz::use_offscreen_without_display();
-  int qt_argc = 1;
-  char name[] = "viz_bench";
-  char* qt_argv[] = {name, nullptr};
-  QGuiApplication app(qt_argc, qt_argv);
+  quintnet::viz::QtArguments qt("viz_bench");
+  QGuiApplication app(qt.argc, qt.argv);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   return 0;

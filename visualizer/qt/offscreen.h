@@ -15,4 +15,16 @@ inline void use_offscreen_without_display() {
   });
 }
 
+// The argc/argv a Q(Gui)Application keeps pointers to: our own command line is parsed
+// by core::cli::Args, so Qt gets only the program name.  Must outlive the application.
+struct QtArguments {
+  explicit QtArguments(const char* program) {
+    std::strncpy(name, program, sizeof(name) - 1);
+    argv[0] = name;
+  }
+  int argc = 1;
+  char name[64] = {};
+  char* argv[2] = {nullptr, nullptr};
+};
+
 }  // namespace quintnet::viz
