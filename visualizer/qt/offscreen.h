@@ -10,7 +10,8 @@ namespace quintnet::viz {
 inline void use_offscreen_without_display() {
   if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY")) setenv("QT_QPA_PLATFORM", "offscreen", 0);
   qInstallMessageHandler([](QtMsgType type, const QMessageLogContext&, const QString& msg) {
-    if (type == QtWarningMsg && msg.contains("XDG_RUNTIME_DIR")) return;  // harmless without a session
+    // Harmless without a session or a window system.
+    if (type == QtWarningMsg && (msg.contains("XDG_RUNTIME_DIR") || msg.contains("propagateSizeHints"))) return;
     if (type != QtDebugMsg && type != QtInfoMsg) fprintf(stderr, "qt: %s\n", msg.toLocal8Bit().constData());
   });
 }
