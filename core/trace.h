@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -109,6 +110,6 @@ class TraceAssembler {
 void write_trace(const Trace& trace, const std::string& path);
 // Throws TraceError: unreadable file, JSON syntax error (with byte offset), bad fields.
 Trace read_trace(const std::string& path);
-Trace parse_trace_text(const std::string& text, const std::string& origin);
+Trace parse_trace_text(std::string_view text, const std::string& origin);
 
 }  // namespace quintnet::core

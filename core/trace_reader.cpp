@@ -1,18 +1,27 @@
-// Reading trace files: streamed.  A million-event trace is ~180 MB of JSON; parsing it
-// into one document first takes seconds and gigabytes, so the reader walks the text
-// once (nlohmann's SAX interface).  Each traceEvents element is recorded as a short
-// list of (key, value) pairs; a well-formed complete event ("X") is decoded straight
-// from it, anything else (flows, metadata, a malformed event) is turned into a small
-// document for the TraceAssembler, whose checks word the error messages.  Everything
-// outside traceEvents (otherData) is built whole.  Should otherData come after traceEvents
-// (other tools may order it so), the text is parsed again the plain way, since the
-// events' defaults depend on it.
+// Reading trace files fast.  A million-event trace is ~180 MB of JSON; building it as one
+// document takes seconds and gigabytes, and even nlohmann's streaming lexer alone takes
+// over a second, so the reader scans the text itself, once, with no allocation per value:
+//   - each traceEvents element that is a plain complete event ("X": flat fields, numbers
+//     and plain ASCII strings, a flat "args") is decoded straight into a TraceEvent;
+//   - any other element (flows, metadata, escapes, nested values, a wrong type) is cut out
+//     of the text and given to nlohmann and the TraceAssembler, whose checks word the
+//     error messages exactly as for a parsed document;
+//   - otherData is parsed by nlohmann as a whole (it is small).
+// Text the scanner does not accept (a syntax error, a top level that is not an object,
+// otherData after traceEvents — the events' defaults depend on it) goes to the checked
+// path: nlohmann finds the syntax error and its byte offset, or the document path reads it.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
-#include <cstdio>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <optional>
-#include <vector>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/trace.h"
@@ -22,256 +31,412 @@ namespace {
 
 using Json = nlohmann::json;
 
-class StreamingTraceParser : public nlohmann::json_sax<Json> {
+// Why the scanner gave the text to the checked path.
+struct NotForScanner {};
+
+class TraceScanner {
  public:
-  explicit StreamingTraceParser(TraceAssembler& a) : assembler_(a) {}
+  TraceScanner(std::string_view text, TraceAssembler& a) : p_(text.data()), end_(text.data() + text.size()), a_(a) {}
 
-  bool saw_events() const { return saw_events_; }
-  bool other_data_late() const { return other_data_late_; }
-  bool top_is_object() const { return top_is_object_; }
-  const std::string& error() const { return error_; }
-
-  bool null() override { return value(Json(nullptr)); }
-  bool boolean(bool v) override { return value(Json(v)); }
-  bool number_integer(number_integer_t v) override { return value(Json(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return value(Json(v)); }
-  bool number_float(number_float_t v, const string_t&) override { return value(Json(v)); }
-  bool string(string_t& v) override { return value(Json(std::move(v))); }
-  bool binary(binary_t&) override { return value(Json(nullptr)); }
-
-  bool start_object(std::size_t) override {
-    ++depth_;
-    if (depth_ == 1) {
-      top_is_object_ = true;
-      return true;
+  // Throws NotForScanner for anything outside the fast path's grammar.
+  void scan() {
+    skip_ws();
+    expect('{');
+    skip_ws();
+    bool saw_events = false;
+    if (peek() != '}') {
+      for (;;) {
+        const std::string_view key = plain_string();
+        skip_ws();
+        expect(':');
+        skip_ws();
+        if (key == "traceEvents") {
+          if (saw_events) throw NotForScanner{};  // a repeated key: the document path decides
+          saw_events = true;
+          events();
+        } else if (key == "otherData") {
+          if (saw_events) throw NotForScanner{};  // too late for the events' defaults
+          a_.other_data(parse_value());
+        } else {
+          parse_value();  // unused, but nlohmann checks it (escapes, UTF-8)
+        }
+        skip_ws();
+        if (peek() == ',') {
+          ++p_;
+          skip_ws();
+          continue;
+        }
+        expect('}');
+        break;
+      }
     }
-    if (in_events_ && depth_ == 3) {  // a traceEvents element
-      in_element_ = true;
-      fields_.clear();
-      args_.clear();
-      complex_ = has_args_ = false;
-      return true;
-    }
-    if (in_element_ && depth_ == 4 && stack_.empty() && field_key_ == "args") {
-      in_args_ = has_args_ = true;
-      return true;
-    }
-    return open(Json::object());
-  }
-  bool end_object() override {
-    if (in_args_ && depth_ == 4 && stack_.empty()) {
-      in_args_ = false;
-      --depth_;
-      return true;
-    }
-    if (in_element_ && depth_ == 3 && stack_.empty()) {
-      in_element_ = false;
-      --depth_;
-      finish_element();
-      return true;
-    }
-    return close();
-  }
-  bool start_array(std::size_t) override {
-    ++depth_;
-    if (depth_ == 2 && top_key_ == "traceEvents") {
-      in_events_ = saw_events_ = true;
-      return true;
-    }
-    return open(Json::array());
-  }
-  bool end_array() override {
-    if (depth_ == 2 && in_events_) {
-      in_events_ = false;
-      --depth_;
-      return true;
-    }
-    return close();
-  }
-  bool key(string_t& k) override {
-    if (depth_ == 1) top_key_ = k;
-    else if (in_element_ && stack_.empty()) (in_args_ ? arg_key_ : field_key_) = k;
-    else key_ = k;
-    return true;
-  }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
-    std::string what = e.what();
-    auto colon = what.find("error");
-    error_ = "not valid JSON at byte " + std::to_string(position) + ": " +
-             (colon != std::string::npos ? what.substr(colon) : what);
-    return false;
+    skip_ws();
+    if (p_ != end_ || !saw_events) throw NotForScanner{};
   }
 
  private:
-  // A value at the current position: inside a document under construction, or a
-  // whole top-level value / traceEvents element on its own.
-  bool value(Json v) {
-    if (stack_.empty()) {
-      if (in_element_) record(std::move(v));
-      else complete(std::move(v));
-      return true;
+  char peek() const { return p_ < end_ ? *p_ : '\0'; }
+  void expect(char c) {
+    if (peek() != c) throw NotForScanner{};
+    ++p_;
+  }
+  void skip_ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+
+  // A string of printable ASCII without escapes, returned without its quotes.
+  std::string_view plain_string() {
+    expect('"');
+    const char* begin = p_;
+    while (p_ < end_ && *p_ != '"') {
+      const unsigned char c = static_cast<unsigned char>(*p_);
+      if (c < 0x20 || c >= 0x80 || c == '\\') throw NotForScanner{};
+      ++p_;
     }
-    place(std::move(v));
-    return true;
+    expect('"');
+    return {begin, static_cast<size_t>(p_ - 1 - begin)};
   }
-  void record(Json v) {
-    if (in_args_) args_.emplace_back(arg_key_, std::move(v));
-    else fields_.emplace_back(field_key_, std::move(v));
-  }
-  Json* place(Json v) {
-    Json& parent = *stack_.back();
-    if (parent.is_array()) {
-      parent.push_back(std::move(v));
-      return &parent.back();
+
+  // A JSON number; `integer` says whether it has neither fraction nor exponent.
+  struct Number {
+    double value = 0;
+    std::int64_t integer_value = 0;
+    bool integer = false;
+  };
+  Number number() {
+    const char* begin = p_;
+    if (peek() == '-') ++p_;
+    if (peek() == '0') ++p_;
+    else if (peek() >= '1' && peek() <= '9') while (std::isdigit(static_cast<unsigned char>(peek()))) ++p_;
+    else throw NotForScanner{};
+    bool integer = true;
+    if (peek() == '.') {
+      integer = false;
+      ++p_;
+      if (!std::isdigit(static_cast<unsigned char>(peek()))) throw NotForScanner{};
+      while (std::isdigit(static_cast<unsigned char>(peek()))) ++p_;
     }
-    Json& slot = parent[key_];
-    slot = std::move(v);
-    return &slot;
-  }
-  bool open(Json container) {
-    if (stack_.empty()) {
-      root_ = std::move(container);
-      stack_.push_back(&root_);
-    } else {
-      stack_.push_back(place(std::move(container)));
+    if (peek() == 'e' || peek() == 'E') {
+      integer = false;
+      ++p_;
+      if (peek() == '+' || peek() == '-') ++p_;
+      if (!std::isdigit(static_cast<unsigned char>(peek()))) throw NotForScanner{};
+      while (std::isdigit(static_cast<unsigned char>(peek()))) ++p_;
     }
-    return true;
+    Number n;
+    n.integer = integer;
+    if (integer) {
+      // Integers beyond 64 bits become unsigned or floating point in nlohmann: not ours.
+      if (std::from_chars(begin, p_, n.integer_value).ec != std::errc()) throw NotForScanner{};
+      n.value = static_cast<double>(n.integer_value);
+    } else if (std::from_chars(begin, p_, n.value).ec != std::errc()) {
+      throw NotForScanner{};  // out of a double's range: nlohmann's error message
+    }
+    return n;
   }
-  bool close() {
-    --depth_;
-    if (stack_.empty()) return true;  // the top-level object
-    stack_.pop_back();
-    if (stack_.empty()) {
-      if (in_element_) {  // a nested value inside an element: the checked path reads it
-        complex_ = true;
-        record(std::move(root_));
-      } else {
-        complete(std::move(root_));
+
+  // Skips one value of any kind, checking its syntax (nesting bounded by the text).
+  void skip_value() {
+    switch (peek()) {
+      case '"': skip_string(); return;
+      case '{': case '[': {
+        const char close = *p_ == '{' ? '}' : ']';
+        ++p_;
+        skip_ws();
+        if (peek() == close) {
+          ++p_;
+          return;
+        }
+        for (;;) {
+          if (close == '}') {
+            skip_string();
+            skip_ws();
+            expect(':');
+            skip_ws();
+          }
+          skip_value();
+          skip_ws();
+          if (peek() == ',') {
+            ++p_;
+            skip_ws();
+            continue;
+          }
+          expect(close);
+          return;
+        }
       }
+      case 't': literal("true"); return;
+      case 'f': literal("false"); return;
+      case 'n': literal("null"); return;
+      default: number(); return;
     }
-    return true;
   }
-
-  // Last one wins, as in a parsed document.
-  static const Json* find(const std::vector<std::pair<std::string, Json>>& v, const char* key) {
-    for (auto it = v.rbegin(); it != v.rend(); ++it)
-      if (it->first == key) return &it->second;
-    return nullptr;
-  }
-
-  void finish_element() {
-    const std::size_t index = index_++;
-    if (!complex_ && decode_complete_event(index)) return;
-    Json e = Json::object();
-    for (auto& [k, v] : fields_) e[k] = std::move(v);
-    if (has_args_) {
-      Json a = Json::object();
-      for (auto& [k, v] : args_) a[k] = std::move(v);
-      e["args"] = std::move(a);
+  void skip_string() {
+    expect('"');
+    while (p_ < end_ && *p_ != '"') {
+      if (static_cast<unsigned char>(*p_) < 0x20) throw NotForScanner{};
+      p_ += *p_ == '\\' ? 2 : 1;  // the escape's meaning is nlohmann's to check
     }
-    assembler_.event(e, index);
+    expect('"');
+  }
+  void literal(std::string_view word) {
+    if (static_cast<size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word)
+      throw NotForScanner{};
+    p_ += word.size();
+  }
+  // One value, parsed by nlohmann (it checks escapes and UTF-8).
+  Json parse_value() {
+    const char* begin = p_;
+    skip_value();
+    try {
+      return Json::parse(begin, p_);
+    } catch (const Json::exception&) {
+      throw NotForScanner{};
+    }
   }
 
-  // The fast path: an "X" event whose fields all have the expected types and ranges.
-  bool decode_complete_event(std::size_t index) {
-    const Json* ph = find(fields_, "ph");
-    if (!ph || !ph->is_string() || ph->get_ref<const std::string&>() != "X") return false;
-    const Json *name = find(fields_, "name"), *cat = find(fields_, "cat"), *pid = find(fields_, "pid"),
-               *tid = find(fields_, "tid"), *ts = find(fields_, "ts"), *dur = find(fields_, "dur");
-    if ((name && !name->is_string()) || (cat && !cat->is_string())) return false;
-    if (!pid || !pid->is_number_integer() || !tid || !tid->is_number_integer()) return false;
-    const std::int64_t rank = pid->get<std::int64_t>(), lane = tid->get<std::int64_t>();
+  void events() {
+    expect('[');
+    skip_ws();
+    if (peek() == ']') {
+      ++p_;
+      return;
+    }
+    for (std::size_t index = 0;; ++index) {
+      const char* begin = p_;
+      bool decoded = false;
+      try {
+        decoded = complete_event(index);
+      } catch (const NotForScanner&) {  // e.g. an escape in a name: nlohmann reads it
+      }
+      if (!decoded) {
+        p_ = begin;
+        a_.event(parse_value(), index);
+      }
+      skip_ws();
+      if (peek() == ',') {
+        ++p_;
+        skip_ws();
+        continue;
+      }
+      expect(']');
+      return;
+    }
+  }
+
+  // The fast path: a flat "X" event whose fields have the expected types and ranges.
+  // Returns false (position undefined) for anything else.  Last key wins, as in a document.
+  bool complete_event(std::size_t index) {
+    if (peek() != '{') return false;
+    ++p_;
+    std::string_view ph, name, cat;
+    std::optional<Number> pid, tid, ts, dur, step, mb, chunk, bytes, peer;
+    std::optional<Number> coords[3];
+    bool has_ph = false;
+    skip_ws();
+    if (peek() == '}') return false;
+    for (;;) {
+      if (peek() != '"') return false;
+      const std::string_view key = plain_string();
+      skip_ws();
+      expect(':');
+      skip_ws();
+      if (key == "args") {
+        if (!flat_args(step, mb, chunk, bytes, peer, coords)) return false;
+      } else if (peek() == '"') {
+        const std::string_view s = plain_string();
+        if (key == "ph") ph = s, has_ph = true;
+        else if (key == "name") name = s;
+        else if (key == "cat") cat = s;
+        else if (key == "pid" || key == "tid" || key == "ts" || key == "dur") return false;
+      } else if (peek() == '-' || std::isdigit(static_cast<unsigned char>(peek()))) {
+        const Number n = number();
+        if (key == "pid") pid = n;
+        else if (key == "tid") tid = n;
+        else if (key == "ts") ts = n;
+        else if (key == "dur") dur = n;
+        else if (key == "ph" || key == "name" || key == "cat") return false;
+      } else {
+        return false;
+      }
+      skip_ws();
+      if (peek() == ',') {
+        ++p_;
+        skip_ws();
+        continue;
+      }
+      if (peek() != '}') return false;
+      ++p_;
+      break;
+    }
+    if (!has_ph || ph != "X" || !pid || !pid->integer || !tid || !tid->integer || !ts) return false;
+    const std::int64_t rank = pid->integer_value, lane = tid->integer_value;
     if (rank < 0 || rank >= (1 << 24) - 1 || lane < 0 || lane >= kNumLanes) return false;
-    if (!ts || !ts->is_number() || (dur && !dur->is_number())) return false;
-    const double t = ts->get<double>(), d = dur ? dur->get<double>() : 0.0;
+    const double t = ts->value, d = dur ? dur->value : 0.0;
     if (!std::isfinite(t) || t < -1e18 || t > 1e18 || !std::isfinite(d) || d < 0 || d > 1e18) return false;
-    auto arg = [&](const char* key, std::int64_t fallback, bool& ok) {
-      const Json* v = find(args_, key);
-      if (!v) return fallback;
-      if (!v->is_number_integer()) ok = false;
-      return ok ? v->get<std::int64_t>() : fallback;
-    };
-    bool ok = true;
+    for (const auto* a : {&step, &mb, &chunk, &bytes, &peer, &coords[0], &coords[1], &coords[2]})
+      if (*a && !(*a)->integer) return false;
+    auto get = [](const std::optional<Number>& n, std::int64_t fallback) { return n ? n->integer_value : fallback; };
     TraceEvent ev;
-    ev.name = name ? name->get<std::string>() : "";
-    ev.kind = cat ? cat->get<std::string>() : "";
+    ev.name.assign(name);
+    ev.kind.assign(cat);
     ev.rank = static_cast<int>(rank);
     ev.lane = static_cast<Lane>(lane);
     ev.ts_us = t;
     ev.dur_us = d;
-    ev.step = static_cast<int>(arg("step", 0, ok));
-    ev.mb = static_cast<int>(arg("mb", -1, ok));
-    ev.chunk = static_cast<int>(arg("chunk", -1, ok));
-    ev.bytes = arg("bytes", 0, ok);
-    ev.peer = static_cast<int>(arg("peer", -1, ok));
-    std::optional<std::int64_t> coords[3];
-    const char* names[3] = {"dp", "tp", "pp"};
+    ev.step = static_cast<int>(get(step, 0));
+    ev.mb = static_cast<int>(get(mb, -1));
+    ev.chunk = static_cast<int>(get(chunk, -1));
+    ev.bytes = get(bytes, 0);
+    ev.peer = static_cast<int>(get(peer, -1));
+    std::optional<std::int64_t> c[3];
     for (int k = 0; k < 3; ++k)
-      if (find(args_, names[k])) coords[k] = arg(names[k], 0, ok);
-    if (!ok) return false;
-    assembler_.add_event(std::move(ev), coords, index);
+      if (coords[k]) c[k] = coords[k]->integer_value;
+    a_.add_event(std::move(ev), c, index);
     return true;
   }
-  void complete(Json v) {
-    if (in_events_ && depth_ == 2) {
-      assembler_.event(v, index_++);
-    } else if (depth_ == 1 && top_key_ == "otherData") {
-      if (saw_events_) other_data_late_ = true;
-      else assembler_.other_data(v);
+
+  // "args": an object of numbers and plain strings; the integers the model reads kept.
+  bool flat_args(std::optional<Number>& step, std::optional<Number>& mb, std::optional<Number>& chunk,
+                 std::optional<Number>& bytes, std::optional<Number>& peer, std::optional<Number> (&coords)[3]) {
+    if (peek() != '{') return false;
+    ++p_;
+    skip_ws();
+    if (peek() == '}') {
+      ++p_;
+      return true;
+    }
+    for (;;) {
+      if (peek() != '"') return false;
+      const std::string_view key = plain_string();
+      skip_ws();
+      expect(':');
+      skip_ws();
+      std::optional<Number> value;
+      if (peek() == '"') plain_string();
+      else if (peek() == '-' || std::isdigit(static_cast<unsigned char>(peek()))) value = number();
+      else return false;
+      std::optional<Number>* slot = key == "step"    ? &step
+                                    : key == "mb"    ? &mb
+                                    : key == "chunk" ? &chunk
+                                    : key == "bytes" ? &bytes
+                                    : key == "peer"  ? &peer
+                                    : key == "dp"    ? &coords[0]
+                                    : key == "tp"    ? &coords[1]
+                                    : key == "pp"    ? &coords[2]
+                                                     : nullptr;
+      if (slot) {
+        if (!value) return false;  // a string where a number belongs: the checked path words it
+        *slot = value;
+      }
+      skip_ws();
+      if (peek() == ',') {
+        ++p_;
+        skip_ws();
+        continue;
+      }
+      if (peek() != '}') return false;
+      ++p_;
+      return true;
     }
   }
 
-  TraceAssembler& assembler_;
-  int depth_ = 0;
-  std::string top_key_, key_;
-  bool in_events_ = false, saw_events_ = false, other_data_late_ = false, top_is_object_ = false;
-  // The traceEvents element being read.
-  bool in_element_ = false, in_args_ = false, has_args_ = false, complex_ = false;
-  std::string field_key_, arg_key_;
-  std::vector<std::pair<std::string, Json>> fields_, args_;
-  std::vector<Json*> stack_;
-  Json root_;
-  std::size_t index_ = 0;
+  const char* p_;
+  const char* end_;
+  TraceAssembler& a_;
+};
+
+// The checked path's syntax check: nlohmann's parser without building anything, for the
+// message and byte offset of the first error.
+class SyntaxCheck : public nlohmann::json_sax<Json> {
+ public:
+  const std::string& error() const { return error_; }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool key(string_t&) override { return true; }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    const std::string what = e.what();
+    const auto at = what.find("error");
+    error_ = "not valid JSON at byte " + std::to_string(position) + ": " +
+             (at != std::string::npos ? what.substr(at) : what);
+    return false;
+  }
+
+ private:
   std::string error_;
 };
 
-}  // namespace
-
-Trace parse_trace_text(const std::string& text, const std::string& origin) {
-  // No event takes fewer than ~20 bytes: a bound for sane rank numbers.
-  TraceAssembler assembler(origin, text.size() / 20 + 1);
-  assembler.reserve(text.size() / 200);  // our events take ~180 bytes each
-  StreamingTraceParser parser(assembler);
+Trace parse_checked(std::string_view text, const std::string& origin) {
+  SyntaxCheck check;
   bool ok = false;
   try {
-    ok = Json::sax_parse(text, &parser);
+    ok = Json::sax_parse(text.begin(), text.end(), &check);
   } catch (const Json::exception& e) {  // e.g. a number too large for a double
     throw TraceError(origin + ": not valid JSON: " + e.what());
   }
-  if (!ok) throw TraceError(origin + ": " + (parser.error().empty() ? "not valid JSON" : parser.error()));
-  if (!parser.top_is_object() || !parser.saw_events())
-    throw TraceError(origin + ": not a Chrome trace: expected an object with a \"traceEvents\" list");
-  if (parser.other_data_late()) return trace_from_json(Json::parse(text), origin);
+  if (!ok) throw TraceError(origin + ": " + (check.error().empty() ? "not valid JSON" : check.error()));
+  return trace_from_json(Json::parse(text.begin(), text.end()), origin);
+}
+
+}  // namespace
+
+Trace parse_trace_text(std::string_view text, const std::string& origin) {
+  // No event takes fewer than ~20 bytes: a bound for sane rank numbers.
+  TraceAssembler assembler(origin, text.size() / 20 + 1);
+  // Our events take ~180 bytes each; reserving for more costs only address space, and
+  // growing the vector would copy a million events.
+  assembler.reserve(text.size() / 100);
+  try {
+    TraceScanner(text, assembler).scan();
+  } catch (const NotForScanner&) {
+    return parse_checked(text, origin);
+  }
   return assembler.finish();
 }
 
 Trace read_trace(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw TraceError(path + ": cannot open the trace (" + std::string(std::strerror(errno)) + ")");
-  // One read into a string of the file's size: growing it chunk by chunk copies a
-  // large trace several times over.
-  std::string text;
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    const long size = std::ftell(f);
-    std::rewind(f);
-    if (size > 0) text.resize(static_cast<size_t>(size));
-    text.resize(std::fread(text.data(), 1, text.size(), f));
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw TraceError(path + ": cannot open the trace (" + std::string(std::strerror(errno)) + ")");
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+#ifdef MAP_POPULATE
+  // A regular file is mapped with its pages populated in one go: on this kind of virtual
+  // machine every page fault is expensive, and reading 180 MB into fresh memory (or
+  // mapping it and faulting page by page) costs ~0.6 s where this costs ~0.05 s.
+  if (regular) {
+    const auto size = static_cast<std::size_t>(st.st_size);
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED) throw TraceError(path + ": cannot read the trace (" + std::string(std::strerror(errno)) + ")");
+    struct Unmap {
+      void* p;
+      std::size_t n;
+      ~Unmap() { ::munmap(p, n); }
+    } unmap{map, size};
+    return parse_trace_text(std::string_view(static_cast<const char*>(map), size), path);
   }
-  char buffer[1 << 16];  // whatever the size did not cover (a pipe, a growing file)
-  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0;) text.append(buffer, n);
-  const bool failed = std::ferror(f);
-  std::fclose(f);
-  if (failed) throw TraceError(path + ": reading the trace failed");
+#endif
+  // A pipe, an empty or growing file: read what there is.
+  std::string text;
+  char buffer[1 << 16];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      throw TraceError(path + ": reading the trace failed (" + std::string(std::strerror(errno)) + ")");
+    }
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
   return parse_trace_text(text, path);
 }
 

@@ -2,6 +2,7 @@
 // fails with the typed user error (exit 2 in the executables).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 
 #include "core/error.h"
@@ -83,4 +84,49 @@ TEST(Fuzz, MutatedTracesLoadOrFailWithTraceError) {
     }
   }
   EXPECT_GT(rejected, 100);
+}
+
+// The reader's fast scanner must read exactly what the checked document path reads:
+// for mutated traces, both accept with the same Trace or both refuse.  The base trace
+// has names with escapes and non-ASCII text, flows, metadata, and extra fields, so the
+// mutations cross every branch between the scanner and the fallbacks.
+TEST(Fuzz, FastTraceReaderAgreesWithTheDocumentPath) {
+  Trace t;
+  t.source = "exec";
+  t.ranks = {{0, 0, 0}, {1, 0, 1}};
+  t.events.push_back({"F0", "forward", 0, Lane::Compute, 0.5, 10, 3, 0, 1, 0, -1});
+  t.events.push_back({"F\"0\" \u00e9", "forward", 1, Lane::Compute, 12, 1e-3, 3, 0, 1, 0, -1});
+  t.events.push_back({"SEND_ACT 0", "send", 0, Lane::P2P, 10.25, 2, 3, 0, 1, 4096, 1});
+  t.flows.push_back({1, 0, Lane::P2P, 10, 1, Lane::P2P, 12});
+  nlohmann::json doc = trace_to_json(t);
+  doc["traceEvents"].push_back({{"ph", "i"}, {"name", "marker"}, {"pid", 0}, {"tid", 0}, {"ts", 3}, {"s", "g"}});
+  doc["traceEvents"][3]["extra"] = {1, 2};  // a nested value the scanner hands on
+  const std::string text = doc.dump(2);      // indented: whitespace everywhere
+  std::mt19937 rng(7);
+  int accepted = 0, rejected = 0;
+  for (int i = 0; i < 6000; ++i) {
+    std::string s = text;
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 2); k < n; ++k) s = mutate(s, rng);
+    std::optional<Trace> fast, checked;
+    try {
+      fast = parse_trace_text(s, "fuzz.json");
+    } catch (const TraceError&) {
+    }
+    try {
+      checked = trace_from_json(nlohmann::json::parse(s), "fuzz.json");
+    } catch (const std::exception&) {  // a syntax error or a TraceError
+    }
+    ASSERT_EQ(fast.has_value(), checked.has_value()) << "input:\n" << s;
+    if (!fast) {
+      ++rejected;
+      continue;
+    }
+    ++accepted;
+    EXPECT_EQ(fast->events, checked->events) << "input:\n" << s;
+    EXPECT_EQ(fast->flows, checked->flows) << "input:\n" << s;
+    EXPECT_EQ(fast->ranks, checked->ranks) << "input:\n" << s;
+    EXPECT_EQ(fast->source, checked->source) << "input:\n" << s;
+  }
+  EXPECT_GT(accepted, 400);
+  EXPECT_GT(rejected, 300);
 }
