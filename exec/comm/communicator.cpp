@@ -92,6 +92,22 @@ void Communicator::all_reduce_sum(Group& g, torch::Tensor& t) {
   if (work) wait(*work, "all-reduce on the " + g.name + " group");
 }
 
+void Communicator::all_reduce_max(Group& g, torch::Tensor& t) {
+  if (!g.backend) return;
+  std::vector<at::Tensor> ts{t};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::MAX;
+  try {
+    auto work = g.backend->allreduce(ts, opts);
+    wait(*work, "all-reduce (max) on the " + g.name + " group");
+  } catch (const CommError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CommError("all-reduce (max) on the " + g.name + " group failed on rank " + std::to_string(env_.rank) + ": " +
+                    e.what());
+  }
+}
+
 void Communicator::broadcast(Group& g, torch::Tensor& t, int root_index) {
   if (!g.backend) return;
   std::vector<at::Tensor> ts{t};

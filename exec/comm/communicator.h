@@ -60,6 +60,7 @@ class Communicator {
 
   // Collectives; each waits and turns a c10d failure into CommError naming the group.
   void all_reduce_sum(Group& g, torch::Tensor& t);
+  void all_reduce_max(Group& g, torch::Tensor& t);
   c10::intrusive_ptr<c10d::Work> all_reduce_sum_async(Group& g, torch::Tensor& t);  // null for size 1
   void broadcast(Group& g, torch::Tensor& t, int root_index);
   // Concatenates each member's `t` along `dim`, in group order.

@@ -75,48 +75,4 @@ torch::Tensor ViTImpl::forward(const torch::Tensor& input) {
   return x;
 }
 
-std::map<std::string, int> tp_shard_dims(torch::nn::Module& model) {
-  std::map<std::string, int> dims;
-  for (const auto& item : model.named_modules()) {
-    const std::string prefix = item.key().empty() ? "" : item.key() + ".";
-    if (dynamic_cast<ColumnParallelLinearImpl*>(item.value().get())) {
-      dims[prefix + "weight"] = 0;
-      dims[prefix + "bias"] = 0;
-    } else if (dynamic_cast<RowParallelLinearImpl*>(item.value().get())) {
-      dims[prefix + "weight"] = 1;
-    }
-  }
-  return dims;
-}
-
-void load_serial_state(torch::nn::Module& model, const SerialState& state, const TpContext& tp) {
-  const auto dims = tp_shard_dims(model);
-  torch::NoGradGuard no_grad;
-  for (auto& item : model.named_parameters()) {
-    auto it = state.find(item.key());
-    if (it == state.end()) throw core::UserError("weights: tensor '" + item.key() + "' is missing");
-    torch::Tensor full = it->second;
-    auto d = dims.find(item.key());
-    if (d != dims.end()) full = full.chunk(tp.size(), d->second)[tp.rank()];
-    if (full.sizes() != item.value().sizes())
-      throw core::UserError("weights: tensor '" + item.key() + "' has shape " + c10::str(it->second.sizes()) +
-                            ", which does not fit this model (shard " + c10::str(item.value().sizes()) + " at tp " +
-                            std::to_string(tp.size()) + ")");
-    item.value().copy_(full);
-  }
-}
-
-SerialState gather_serial_state(torch::nn::Module& model, const TpContext& tp) {
-  const auto dims = tp_shard_dims(model);
-  SerialState out;
-  torch::NoGradGuard no_grad;
-  for (const auto& item : model.named_parameters()) {
-    auto d = dims.find(item.key());
-    out[item.key()] = d == dims.end() || tp.size() == 1
-                          ? item.value().detach().clone()
-                          : tp.comm->all_gather(*tp.group, item.value().detach(), d->second);
-  }
-  return out;
-}
-
 }  // namespace quintnet::exec

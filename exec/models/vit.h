@@ -10,10 +10,11 @@
 // head on the stage with the last block.
 #include <torch/torch.h>
 
-#include <map>
 #include <string>
 
 #include "core/plan.h"
+#include "exec/models/serial_state.h"
+#include "exec/models/stage_range.h"
 #include "exec/tp/parallel_linear.h"
 
 namespace quintnet::exec {
@@ -53,13 +54,6 @@ class BlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
-// Which part of the model this instance holds.
-struct StageRange {
-  int first_block = 0;
-  int end_block = -1;  // one past the last block; -1 = all
-  bool has_embedding() const { return first_block == 0; }
-};
-
 class ViTImpl : public torch::nn::Module {
  public:
   ViTImpl(const core::ModelConfig& config, const TpContext& tp, StageRange range = {});
@@ -81,19 +75,5 @@ class ViTImpl : public torch::nn::Module {
   torch::nn::Linear head_{nullptr};
 };
 TORCH_MODULE(ViT);
-
-// Serial (unsharded) parameters by name, e.g. "block3.attn.q.weight" -> [D, D].
-using SerialState = std::map<std::string, torch::Tensor>;
-
-// Parameter name -> the dimension tensor parallelism splits it along, for every
-// parameter of a column- or row-parallel layer (replicated parameters are absent).
-std::map<std::string, int> tp_shard_dims(torch::nn::Module& model);
-
-// Copies this rank's shard of every parameter of `model` out of a serial state:
-// column-parallel weights split along dim 0, row-parallel along dim 1, the rest whole.
-// Throws core::UserError naming a missing tensor or a wrong shape.
-void load_serial_state(torch::nn::Module& model, const SerialState& state, const TpContext& tp);
-// The serial parameters of `model`, gathering shards over the tp group.
-SerialState gather_serial_state(torch::nn::Module& model, const TpContext& tp);
 
 }  // namespace quintnet::exec

@@ -74,3 +74,24 @@ void RowParallelLinearImpl::load_full(const torch::Tensor& w, const torch::Tenso
 }
 
 }  // namespace quintnet::exec
+
+namespace quintnet::exec {
+
+QkvParallelLinearImpl::QkvParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp) : tp_(tp) {
+  const int64_t local_out = out_features / tp.size();
+  TORCH_CHECK(out_features % tp.size() == 0, "QkvParallelLinear: out_features ", out_features,
+              " is not divisible by tp ", tp.size());
+  weight = register_parameter("weight", torch::empty({3, local_out, in_features}));
+  bias = register_parameter("bias", torch::empty({3, local_out}));
+  torch::Tensor w = weight.view({3 * local_out, in_features}), b = bias.view({3 * local_out});
+  init_like_linear(w, b, in_features);
+}
+
+std::vector<torch::Tensor> QkvParallelLinearImpl::forward(const torch::Tensor& x) {
+  const torch::Tensor input = copy_to_tp(x, tp_);
+  const int64_t local_out = weight.size(1);
+  torch::Tensor y = torch::nn::functional::linear(input, weight.view({3 * local_out, weight.size(2)}), bias.view({-1}));
+  return y.chunk(3, -1);
+}
+
+}  // namespace quintnet::exec

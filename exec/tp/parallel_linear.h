@@ -61,3 +61,25 @@ class RowParallelLinearImpl : public torch::nn::Module {
 TORCH_MODULE(RowParallelLinear);
 
 }  // namespace quintnet::exec
+
+namespace quintnet::exec {
+
+// The fused query/key/value projection of attention as one column-parallel layer.
+// Its weight is [3, out/tp, in]: the q, k and v rows of this rank's heads, split along
+// dim 1 — so one GEMM per rank computes its heads' q, k and v, and the serial weight
+// [3, out, in] shards like any other (tp_shard_dims reports dim 1).
+class QkvParallelLinearImpl : public torch::nn::Module {
+ public:
+  QkvParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp);
+  // x [.., in] -> {q, k, v}, each [.., out/tp]
+  std::vector<torch::Tensor> forward(const torch::Tensor& x);
+  static constexpr int kWeightShardDim = 1;  // weight [3, out, in] and bias [3, out] split along dim 1
+
+  torch::Tensor weight, bias;
+
+ private:
+  TpContext tp_;
+};
+TORCH_MODULE(QkvParallelLinear);
+
+}  // namespace quintnet::exec

@@ -1,0 +1,180 @@
+#include "exec/models/gpt2.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "exec/models/safetensors.h"
+
+namespace quintnet::exec {
+
+Gpt2AttentionImpl::Gpt2AttentionImpl(int64_t dim, int64_t heads, const TpContext& tp)
+    : local_heads_(heads / tp.size()), head_dim_(dim / heads) {
+  if (heads % tp.size() != 0)
+    throw core::UserError("GPT-2: n_head " + std::to_string(heads) + " is not divisible by tp " +
+                          std::to_string(tp.size()));
+  qkv_ = register_module("qkv", QkvParallelLinear(dim, dim, tp));
+  proj_ = register_module("proj", RowParallelLinear(dim, dim, tp, /*input_is_parallel=*/true));
+}
+
+torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t b = x.size(0), t = x.size(1);
+  auto heads = [&](const torch::Tensor& y) { return y.reshape({b, t, local_heads_, head_dim_}).transpose(1, 2); };
+  const auto qkv = qkv_(x);
+  torch::Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
+  torch::Tensor future = torch::ones({t, t}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
+  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  torch::Tensor ctx = torch::matmul(torch::softmax(scores, -1), v);
+  return proj_(ctx.transpose(1, 2).reshape({b, t, local_heads_ * head_dim_}));
+}
+
+Gpt2BlockImpl::Gpt2BlockImpl(const core::ModelConfig& c, const TpContext& tp) {
+  auto ln = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)); };
+  ln1_ = register_module("ln_1", ln());
+  attn_ = register_module("attn", Gpt2Attention(c.n_embd, c.n_head, tp));
+  ln2_ = register_module("ln_2", ln());
+  fc_ = register_module("fc", ColumnParallelLinear(c.n_embd, c.n_inner, tp));
+  proj_ = register_module("proj", RowParallelLinear(c.n_inner, c.n_embd, tp, /*input_is_parallel=*/true));
+}
+
+torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
+  torch::Tensor h = x + attn_(ln1_(x));
+  return h + proj_(torch::gelu(fc_(ln2_(h)), "tanh"));
+}
+
+Gpt2Impl::Gpt2Impl(const core::ModelConfig& config, const TpContext& tp, StageRange range)
+    : config_(config), tp_(tp), range_(range) {
+  if (range_.end_block < 0) range_.end_block = config.n_layer;
+  if (has_embedding() || has_head()) wte_ = register_module("wte", VocabParallelEmbedding(config.vocab_size, config.n_embd, tp_));
+  if (has_embedding()) {
+    wpe_ = register_module("wpe", torch::nn::Embedding(config.n_positions, config.n_embd));
+    torch::NoGradGuard no_grad;
+    wpe_->weight.normal_(0.0, 0.01);
+  }
+  for (int i = range_.first_block; i < range_.end_block; ++i)
+    blocks_.push_back(register_module("h" + std::to_string(i), Gpt2Block(config, tp_)));
+  if (has_head())
+    ln_f_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.n_embd})
+                                                             .eps(config.layer_norm_epsilon)));
+}
+
+torch::Tensor Gpt2Impl::forward(const torch::Tensor& input) {
+  torch::Tensor x = input;
+  if (has_embedding()) {
+    const int64_t t = x.size(1);
+    if (t > config_.n_positions)
+      throw core::UserError("GPT-2: a sequence of " + std::to_string(t) + " tokens is longer than n_positions " +
+                            std::to_string(config_.n_positions));
+    x = wte_(x) + wpe_(torch::arange(t, torch::TensorOptions().dtype(torch::kLong).device(x.device())));
+  }
+  for (auto& block : blocks_) x = block(x);
+  if (has_head()) x = wte_->logits(ln_f_(x));
+  return x;
+}
+
+torch::Tensor Gpt2Impl::loss(const torch::Tensor& local_logits, const torch::Tensor& targets) {
+  const int64_t v = local_logits.size(-1);
+  torch::Tensor per_token = vocab_parallel_cross_entropy(local_logits.reshape({-1, v}), targets.reshape({-1}),
+                                                         wte_->shard().first, tp_);
+  const torch::Tensor counted = (targets.reshape({-1}) >= 0).sum().clamp_min(1);
+  return per_token.sum() / counted;
+}
+
+torch::Tensor Gpt2Impl::full_logits(const torch::Tensor& local_logits) {
+  if (tp_.size() == 1) return local_logits;
+  // Equal widths for the gather: pad each slice to the shard's rows, then cut the padding.
+  const VocabShard& s = wte_->shard();
+  torch::Tensor padded = torch::constant_pad_nd(local_logits.detach(), {0, s.rows - s.valid});
+  return tp_.comm->all_gather(*tp_.group, padded, -1).narrow(-1, 0, config_.vocab_size);
+}
+
+namespace {
+
+std::string hf_prefix(const SafetensorsFile& f) {
+  if (f.contains("wte.weight")) return "";
+  if (f.contains("transformer.wte.weight")) return "transformer.";
+  throw core::UserError(f.path() + ": no tensor 'wte.weight' (nor 'transformer.wte.weight'): not a GPT-2 checkpoint");
+}
+
+}  // namespace
+
+void load_hf_gpt2(Gpt2& model, const std::string& path) {
+  const SafetensorsFile file(path);
+  const std::string pre = hf_prefix(file);
+  const core::ModelConfig& c = model->config();
+  const TpContext& tp = model->tp();
+  const int64_t d = c.n_embd, inner = c.n_inner, local_d = d / tp.size(), local_inner = inner / tp.size();
+  const int64_t r = tp.rank();
+  torch::NoGradGuard no_grad;
+  for (auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    torch::Tensor param = item.value();
+    auto whole = [&](const std::string& hf, std::vector<int64_t> shape) { param.copy_(file.read(pre + hf, shape)); };
+    if (name == "wte.weight") {
+      const VocabShard& s = model->wte()->shard();
+      param.zero_();
+      if (s.valid > 0)
+        param.narrow(0, 0, s.valid).copy_(file.read_slice(pre + "wte.weight", {c.vocab_size, d}, 0, s.first, s.valid));
+      continue;
+    }
+    if (name == "wpe.weight") { whole("wpe.weight", {c.n_positions, d}); continue; }
+    if (name.rfind("ln_f.", 0) == 0) { whole(name, {d}); continue; }
+    // Block parameters: "h3.<ours>" -> "h.3.<theirs>".
+    const size_t dot = name.find('.');
+    const std::string block = "h." + name.substr(1, dot - 1) + ".", rest = name.substr(dot + 1);
+    if (rest.rfind("ln_", 0) == 0) { whole(block + rest, {d}); continue; }
+    if (rest == "attn.qkv.weight") {  // Conv1D [d, 3d]: q | k | v columns; ours [3, d/tp, d]
+      for (int64_t j = 0; j < 3; ++j)
+        param[j].copy_(file.read_slice(pre + block + "attn.c_attn.weight", {d, 3 * d}, 1, j * d + r * local_d, local_d).t());
+    } else if (rest == "attn.qkv.bias") {
+      for (int64_t j = 0; j < 3; ++j)
+        param[j].copy_(file.read_slice(pre + block + "attn.c_attn.bias", {3 * d}, 0, j * d + r * local_d, local_d));
+    } else if (rest == "attn.proj.weight") {  // row-parallel: Conv1D rows = our input columns
+      param.copy_(file.read_slice(pre + block + "attn.c_proj.weight", {d, d}, 0, r * local_d, local_d).t());
+    } else if (rest == "attn.proj.bias") {
+      whole(block + "attn.c_proj.bias", {d});
+    } else if (rest == "fc.weight") {
+      param.copy_(file.read_slice(pre + block + "mlp.c_fc.weight", {d, inner}, 1, r * local_inner, local_inner).t());
+    } else if (rest == "fc.bias") {
+      param.copy_(file.read_slice(pre + block + "mlp.c_fc.bias", {inner}, 0, r * local_inner, local_inner));
+    } else if (rest == "proj.weight") {
+      param.copy_(file.read_slice(pre + block + "mlp.c_proj.weight", {inner, d}, 0, r * local_inner, local_inner).t());
+    } else if (rest == "proj.bias") {
+      whole(block + "mlp.c_proj.bias", {d});
+    } else {
+      throw core::UserError("GPT-2: parameter '" + name + "' has no Hugging Face counterpart");
+    }
+  }
+}
+
+SerialState to_hf_gpt2(const SerialState& serial, const core::ModelConfig& c) {
+  SerialState out;
+  auto get = [&](const std::string& name) {
+    auto it = serial.find(name);
+    if (it == serial.end()) throw core::UserError("GPT-2 export: tensor '" + name + "' is missing");
+    return it->second.detach().to(torch::kFloat32).contiguous();
+  };
+  out["wte.weight"] = get("wte.weight");
+  out["wpe.weight"] = get("wpe.weight");
+  out["ln_f.weight"] = get("ln_f.weight");
+  out["ln_f.bias"] = get("ln_f.bias");
+  for (int i = 0; i < c.n_layer; ++i) {
+    const std::string ours = "h" + std::to_string(i) + ".", theirs = "h." + std::to_string(i) + ".";
+    for (const char* ln : {"ln_1", "ln_2"}) {
+      out[theirs + ln + ".weight"] = get(ours + ln + ".weight");
+      out[theirs + ln + ".bias"] = get(ours + ln + ".bias");
+    }
+    // [3, d, d] (q/k/v, out, in) -> Conv1D [d, 3d]
+    out[theirs + "attn.c_attn.weight"] = get(ours + "attn.qkv.weight").reshape({3 * c.n_embd, c.n_embd}).t().contiguous();
+    out[theirs + "attn.c_attn.bias"] = get(ours + "attn.qkv.bias").reshape({3 * c.n_embd});
+    out[theirs + "attn.c_proj.weight"] = get(ours + "attn.proj.weight").t().contiguous();
+    out[theirs + "attn.c_proj.bias"] = get(ours + "attn.proj.bias");
+    out[theirs + "mlp.c_fc.weight"] = get(ours + "fc.weight").t().contiguous();
+    out[theirs + "mlp.c_fc.bias"] = get(ours + "fc.bias");
+    out[theirs + "mlp.c_proj.weight"] = get(ours + "proj.weight").t().contiguous();
+    out[theirs + "mlp.c_proj.bias"] = get(ours + "proj.bias");
+  }
+  return out;
+}
+
+}  // namespace quintnet::exec

@@ -1,0 +1,88 @@
+#pragma once
+// GPT-2 (the original QuintNet's second model): learned positions, pre-LN blocks,
+// GELU (tanh) MLP, final LayerNorm, output head tied to the token embedding.
+//
+// Tensor parallel by construction: the heads are split across the tp group (the fused
+// q/k/v projection is one QkvParallelLinear, the output projection row-parallel), the
+// MLP is column → row, the token embedding is vocabulary-parallel and so is the tied
+// head; the loss is the vocabulary-parallel cross-entropy (no rank holds full logits).
+// With tp = 1 it is the serial model.  A Gpt2 can hold a range of blocks only (a
+// pipeline stage): token and position embeddings on the stage with block 0, the final
+// LayerNorm and the head on the stage with the last block.  When those are different
+// stages, both hold the tied embedding ("wte.weight"), kept equal by all-reducing its
+// gradient between them.
+//
+// Dropout is not modelled yet (the equivalence tests and the CPU runs use none).
+#include <torch/torch.h>
+
+#include "core/plan.h"
+#include "exec/models/serial_state.h"
+#include "exec/models/stage_range.h"
+#include "exec/tp/parallel_linear.h"
+#include "exec/tp/vocab_parallel.h"
+
+namespace quintnet::exec {
+
+class Gpt2AttentionImpl : public torch::nn::Module {
+ public:
+  Gpt2AttentionImpl(int64_t dim, int64_t heads, const TpContext& tp);
+  torch::Tensor forward(const torch::Tensor& x);  // causal self-attention
+
+ private:
+  int64_t local_heads_, head_dim_;
+  QkvParallelLinear qkv_{nullptr};
+  RowParallelLinear proj_{nullptr};
+};
+TORCH_MODULE(Gpt2Attention);
+
+class Gpt2BlockImpl : public torch::nn::Module {
+ public:
+  Gpt2BlockImpl(const core::ModelConfig& c, const TpContext& tp);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  torch::nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
+  Gpt2Attention attn_{nullptr};
+  ColumnParallelLinear fc_{nullptr};
+  RowParallelLinear proj_{nullptr};
+};
+TORCH_MODULE(Gpt2Block);
+
+class Gpt2Impl : public torch::nn::Module {
+ public:
+  Gpt2Impl(const core::ModelConfig& config, const TpContext& tp, StageRange range = {});
+
+  // First stage: token ids [B, T] -> hidden [B, T, D]; middle: hidden -> hidden; last
+  // stage: -> this rank's logits [B, T, V_local] (its vocabulary slice).
+  torch::Tensor forward(const torch::Tensor& input);
+  // Mean cross-entropy over the targets >= 0, from the last stage's local logits.
+  torch::Tensor loss(const torch::Tensor& local_logits, const torch::Tensor& targets);
+  // The full logits (all-gathered over tp): for generation and tests, not for training.
+  torch::Tensor full_logits(const torch::Tensor& local_logits);
+
+  bool has_embedding() const { return range_.has_embedding(); }
+  bool has_head() const { return range_.end_block == config_.n_layer; }
+  const core::ModelConfig& config() const { return config_; }
+  const TpContext& tp() const { return tp_; }
+  VocabParallelEmbedding& wte() { return wte_; }
+
+ private:
+  core::ModelConfig config_;
+  TpContext tp_;
+  StageRange range_;
+  VocabParallelEmbedding wte_{nullptr};
+  torch::nn::Embedding wpe_{nullptr};
+  std::vector<Gpt2Block> blocks_;
+  torch::nn::LayerNorm ln_f_{nullptr};
+};
+TORCH_MODULE(Gpt2);
+
+// Hugging Face GPT-2 checkpoints (model.safetensors): names "h.3.attn.c_attn.weight" or
+// "transformer.h.3...", Conv1D weights stored [in, out] (transposed relative to a
+// Linear).  Loads straight into `model`'s shards: a rank reads only its slices.
+// Throws core::UserError for a missing tensor, a wrong shape or dtype, a truncated file.
+void load_hf_gpt2(Gpt2& model, const std::string& safetensors_path);
+// The serial state of a GPT-2 in Hugging Face's names and layout (every tensor F32).
+SerialState to_hf_gpt2(const SerialState& serial, const core::ModelConfig& config);
+
+}  // namespace quintnet::exec

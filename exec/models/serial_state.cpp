@@ -1,0 +1,86 @@
+#include "exec/models/serial_state.h"
+
+#include "core/error.h"
+#include "exec/tp/parallel_linear.h"
+#include "exec/tp/vocab_parallel.h"
+
+namespace quintnet::exec {
+namespace {
+
+// Names of the vocabulary-parallel weights and the size of their real vocabulary.
+std::map<std::string, const VocabParallelEmbeddingImpl*> vocab_weights(torch::nn::Module& model) {
+  std::map<std::string, const VocabParallelEmbeddingImpl*> out;
+  for (const auto& item : model.named_modules())
+    if (auto* v = dynamic_cast<const VocabParallelEmbeddingImpl*>(item.value().get()))
+      out[(item.key().empty() ? "" : item.key() + ".") + "weight"] = v;
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, int> tp_shard_dims(torch::nn::Module& model) {
+  std::map<std::string, int> dims;
+  for (const auto& item : model.named_modules()) {
+    const std::string prefix = item.key().empty() ? "" : item.key() + ".";
+    auto* m = item.value().get();
+    if (dynamic_cast<ColumnParallelLinearImpl*>(m)) {
+      dims[prefix + "weight"] = dims[prefix + "bias"] = ColumnParallelLinearImpl::kWeightShardDim;
+    } else if (dynamic_cast<QkvParallelLinearImpl*>(m)) {
+      dims[prefix + "weight"] = dims[prefix + "bias"] = QkvParallelLinearImpl::kWeightShardDim;
+    } else if (dynamic_cast<RowParallelLinearImpl*>(m)) {
+      dims[prefix + "weight"] = RowParallelLinearImpl::kWeightShardDim;
+    } else if (dynamic_cast<VocabParallelEmbeddingImpl*>(m)) {
+      dims[prefix + "weight"] = 0;
+    }
+  }
+  return dims;
+}
+
+void load_serial_state(torch::nn::Module& model, const SerialState& state, const TpContext& tp) {
+  const auto dims = tp_shard_dims(model);
+  const auto vocab = vocab_weights(model);
+  torch::NoGradGuard no_grad;
+  for (auto& item : model.named_parameters()) {
+    auto it = state.find(item.key());
+    if (it == state.end()) throw core::UserError("weights: tensor '" + item.key() + "' is missing");
+    torch::Tensor full = it->second;
+    auto bad_shape = [&] {
+      return core::UserError("weights: tensor '" + item.key() + "' has shape " + c10::str(it->second.sizes()) +
+                             ", which does not fit this model (shard " + c10::str(item.value().sizes()) + " at tp " +
+                             std::to_string(tp.size()) + ")");
+    };
+    if (auto v = vocab.find(item.key()); v != vocab.end()) {
+      const VocabShard& s = v->second->shard();
+      if (full.dim() != 2 || full.size(0) != v->second->vocab() || full.size(1) != item.value().size(1))
+        throw bad_shape();
+      item.value().zero_();
+      if (s.valid > 0) item.value().narrow(0, 0, s.valid).copy_(full.narrow(0, s.first, s.valid));
+      continue;
+    }
+    auto d = dims.find(item.key());
+    if (d != dims.end()) {
+      if (full.dim() <= d->second || full.size(d->second) % tp.size() != 0) throw bad_shape();
+      full = full.chunk(tp.size(), d->second)[tp.rank()];
+    }
+    if (full.sizes() != item.value().sizes()) throw bad_shape();
+    item.value().copy_(full);
+  }
+}
+
+SerialState gather_serial_state(torch::nn::Module& model, const TpContext& tp, bool gradients) {
+  const auto dims = tp_shard_dims(model);
+  const auto vocab = vocab_weights(model);
+  SerialState out;
+  torch::NoGradGuard no_grad;
+  for (const auto& item : model.named_parameters()) {
+    auto d = dims.find(item.key());
+    const torch::Tensor mine = gradients ? item.value().grad() : item.value().detach();
+    if (!mine.defined()) throw core::UserError("weights: tensor '" + item.key() + "' has no gradient");
+    torch::Tensor t = d == dims.end() || tp.size() == 1 ? mine.clone() : tp.comm->all_gather(*tp.group, mine, d->second);
+    if (auto v = vocab.find(item.key()); v != vocab.end()) t = t.narrow(0, 0, v->second->vocab());  // no padding
+    out[item.key()] = t;
+  }
+  return out;
+}
+
+}  // namespace quintnet::exec

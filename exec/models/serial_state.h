@@ -1,0 +1,29 @@
+#pragma once
+// A model's serial (unsharded) parameters, and the moves between them and one tensor-
+// parallel rank's shards.  Every model (ViT, GPT-2) is built from these layers, so one
+// serial state loads into any tp degree and any shards gather back into it.
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+#include "exec/tp/tp_ops.h"
+
+namespace quintnet::exec {
+
+// Serial parameters by name, e.g. "block3.attn.q.weight" -> [D, D].
+using SerialState = std::map<std::string, torch::Tensor>;
+
+// Parameter name -> the dimension tensor parallelism splits it along, for every
+// parameter of a column-, row-, qkv- or vocab-parallel layer (replicated ones absent).
+std::map<std::string, int> tp_shard_dims(torch::nn::Module& model);
+
+// Copies this rank's shard of every parameter of `model` out of a serial state (a
+// vocabulary-parallel weight's rows padded with zeros to a multiple of tp).
+// Throws core::UserError naming a missing tensor or a wrong shape.
+void load_serial_state(torch::nn::Module& model, const SerialState& state, const TpContext& tp);
+// The serial parameters of `model` (or, with `gradients`, their gradients), gathering
+// shards over the tp group.
+SerialState gather_serial_state(torch::nn::Module& model, const TpContext& tp, bool gradients = false);
+
+}  // namespace quintnet::exec
