@@ -19,7 +19,8 @@ const std::vector<std::string>& top_level_keys() {
       "max_seq_length", "max_target_length", "log_interval", "eval_interval", "save_interval",
       "output_dir",
       // QuintNet C++ keys
-      "model", "num_classes", "dropout", "weight_decay", "seed", "virtual_stages", "bucket_size_mb"};
+      "model", "num_classes", "dropout", "weight_decay", "seed", "virtual_stages", "bucket_size_mb",
+      "tokenizer_path"};
   return keys;
 }
 
@@ -62,7 +63,10 @@ LoadedPlan read_plan(ConfigReader& r, std::optional<int> world_size) {
     r.fail("model_config", "model_config describes GPT-2 but model is 'vit'; remove one of them");
   }
 
-  p.dataset_path = r.get_string("dataset_path", p.dataset_path);
+  // GPT-2's default text (the Brown corpus) and tokenizer live in the project's data/
+  // folder, which only the executor knows: empty here means "the default".
+  p.dataset_path = r.get_string("dataset_path", m.is_gpt() ? "" : p.dataset_path);
+  p.tokenizer_path = r.get_string("tokenizer_path", "");
   p.batch_size = static_cast<int>(r.get_int("batch_size", p.batch_size, 1, kMaxCount));
   r.accept("num_workers");  // a Python DataLoader setting; the C++ loader needs none
   r.get_int("num_workers", 0, 0, 1024);
@@ -164,6 +168,7 @@ nlohmann::json Plan::to_json() const {
       {"eval_interval", eval_interval}, {"save_interval", save_interval}, {"output_dir", output_dir}};
   if (!dataset_name.empty()) j["dataset_name"] = dataset_name;
   if (!checkpoint_path.empty()) j["checkpoint_path"] = checkpoint_path;
+  if (!tokenizer_path.empty()) j["tokenizer_path"] = tokenizer_path;
   if (model.is_gpt()) {
     j["model_config"] = {{"vocab_size", model.vocab_size}, {"n_positions", model.n_positions},
                          {"n_embd", model.n_embd}, {"n_layer", model.n_layer}, {"n_head", model.n_head},

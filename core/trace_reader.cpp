@@ -60,14 +60,7 @@ class TraceScanner {
         } else {
           parse_value();  // unused, but nlohmann checks it (escapes, UTF-8)
         }
-        skip_ws();
-        if (peek() == ',') {
-          ++p_;
-          skip_ws();
-          continue;
-        }
-        expect('}');
-        break;
+        if (!more('}')) break;
       }
     }
     skip_ws();
@@ -82,6 +75,18 @@ class TraceScanner {
   }
   void skip_ws() {
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+  // After a member or an element: true when a ',' announces another (whitespace after it
+  // skipped), false when `close` ends the list (consumed); anything else is not for us.
+  bool more(char close) {
+    skip_ws();
+    if (peek() == ',') {
+      ++p_;
+      skip_ws();
+      return true;
+    }
+    expect(close);
+    return false;
   }
 
   // A string of printable ASCII without escapes, returned without its quotes.
@@ -155,14 +160,7 @@ class TraceScanner {
             skip_ws();
           }
           skip_value();
-          skip_ws();
-          if (peek() == ',') {
-            ++p_;
-            skip_ws();
-            continue;
-          }
-          expect(close);
-          return;
+          if (!more(close)) return;
         }
       }
       case 't': literal("true"); return;
@@ -213,19 +211,13 @@ class TraceScanner {
         p_ = begin;
         a_.event(parse_value(), index);
       }
-      skip_ws();
-      if (peek() == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      expect(']');
-      return;
+      if (!more(']')) return;
     }
   }
 
   // The fast path: a flat "X" event whose fields have the expected types and ranges.
-  // Returns false (position undefined) for anything else.  Last key wins, as in a document.
+  // Returns false or throws NotForScanner (position undefined) for anything else.
+  // Last key wins, as in a document.
   bool complete_event(std::size_t index) {
     if (peek() != '{') return false;
     ++p_;
@@ -259,15 +251,7 @@ class TraceScanner {
       } else {
         return false;
       }
-      skip_ws();
-      if (peek() == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (peek() != '}') return false;
-      ++p_;
-      break;
+      if (!more('}')) break;
     }
     if (!has_ph || ph != "X" || !pid || !pid->integer || !tid || !tid->integer || !ts) return false;
     const std::int64_t rank = pid->integer_value, lane = tid->integer_value;
@@ -329,15 +313,7 @@ class TraceScanner {
         if (!value) return false;  // a string where a number belongs: the checked path words it
         *slot = value;
       }
-      skip_ws();
-      if (peek() == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (peek() != '}') return false;
-      ++p_;
-      return true;
+      if (!more('}')) return true;
     }
   }
 

@@ -8,6 +8,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "exec/checkpoint/shard_reader.h"
+#include "exec/models/serial_state.h"
 
 namespace quintnet::exec {
 namespace fs = std::filesystem;

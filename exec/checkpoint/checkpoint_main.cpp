@@ -13,6 +13,9 @@
 #include "core/cli/main_guard.h"
 #include "exec/checkpoint/manifest.h"
 #include "exec/checkpoint/shard_reader.h"
+#include "exec/models/gpt2.h"
+#include "exec/models/safetensors.h"
+#include "core/plan.h"
 
 namespace {
 
@@ -26,6 +29,7 @@ using exec::ShardReader;
 const std::vector<OptionSpec> kOptions = {
     {"output", "FILE", "export: where to write the serial parameters (torch pickle)", 'o'},
     {"with-optimizer", "", "export: also write the AdamW moments (keys exp_avg/NAME, exp_avg_sq/NAME)"},
+    {"format", "pt|safetensors", "export: torch pickle [pt], or for GPT-2 a Hugging Face model.safetensors"},
 };
 
 void info(const std::string& dir, const Manifest& m) {
@@ -36,6 +40,20 @@ void info(const std::string& dir, const Manifest& m) {
             << (m.chunks > 1 ? " (" + std::to_string(m.chunks) + " chunks per rank)" : "") << "\n  " << m.shards.size()
             << " shards, " << bytes / 1024 << " KiB\n";
   if (m.best_val_loss < 1e299) std::cout << "  best validation loss " << m.best_val_loss << "\n";
+}
+
+// A GPT-2 checkpoint as Hugging Face's model.safetensors (names, Conv1D layout).
+void export_safetensors(const std::string& dir, const Manifest& m, const std::string& output) {
+  const core::ModelConfig config = core::parse_plan_text(m.plan.dump(), dir + "/manifest.json").plan.model;
+  if (!config.is_gpt()) throw core::UserError("--format safetensors: the checkpoint holds a " + config.kind + ", not a GPT-2");
+  ShardReader reader(dir, m);
+  exec::SerialState state;
+  for (const std::string& name : reader.parameter_names()) state[name] = reader.serial("param/", name);
+  // Merged vocabulary shards carry the tp padding rows: keep the real vocabulary.
+  state["wte.weight"] = state.at("wte.weight").narrow(0, 0, config.vocab_size);
+  exec::write_safetensors(output, exec::to_hf_gpt2(state, config), {{"format", "pt"}});
+  std::cout << "wrote " << output << ": GPT-2 (" << config.n_layer << " layers, width " << config.n_embd
+            << ") in Hugging Face layout from step " << m.step << "\n";
 }
 
 void export_serial(const std::string& dir, const Manifest& m, const std::string& output, bool with_optimizer) {
@@ -71,7 +89,10 @@ int checkpoint(int argc, char** argv) {
   }
   const auto output = args.value("output");
   if (!output) throw UsageError("export needs --output FILE (-o FILE)");
-  export_serial(dir, m, *output, args.flag("with-optimizer"));
+  const std::string format = args.get("format", "pt");
+  if (format == "safetensors") export_safetensors(dir, m, *output);
+  else if (format == "pt") export_serial(dir, m, *output, args.flag("with-optimizer"));
+  else throw UsageError("--format " + format + ": choose pt or safetensors");
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "exec/comm/communicator.h"
 #include "core/schedule_generators.h"
 #include "exec/pp/pipeline_runner.h"
+#include "exec/models/vit.h"
 #include "exec/train/strategy.h"
 
 using namespace quintnet;
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
     torch::manual_seed(plan.seed);
     exec::ViT serial(plan.model, exec::TpContext{});
     auto strategy = exec::make_strategy(plan.strategy(), comm, plan);
-    std::unique_ptr<exec::ParallelModel> model = strategy->apply(serial);
+    std::unique_ptr<exec::ParallelModel> model = strategy->apply(serial.ptr());
     std::vector<std::unique_ptr<exec::FlatAdamW>> optimizers;
     for (auto& chunk : model->chunks) optimizers.push_back(std::make_unique<exec::FlatAdamW>(*chunk.flat, plan.weight_decay));
     const int m = plan.microbatches(), pp = plan.mesh().size("pp");

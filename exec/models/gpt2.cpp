@@ -72,12 +72,26 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& input) {
   return x;
 }
 
-torch::Tensor Gpt2Impl::loss(const torch::Tensor& local_logits, const torch::Tensor& targets) {
+torch::Tensor Gpt2Impl::token_loss(const torch::Tensor& local_logits, const torch::Tensor& targets) {
   const int64_t v = local_logits.size(-1);
   torch::Tensor per_token = vocab_parallel_cross_entropy(local_logits.reshape({-1, v}), targets.reshape({-1}),
                                                          wte_->shard().first, tp_);
   const torch::Tensor counted = (targets.reshape({-1}) >= 0).sum().clamp_min(1);
   return per_token.sum() / counted;
+}
+
+StageLoss Gpt2Impl::loss(const torch::Tensor& local_logits, const torch::Tensor& targets) {
+  return {token_loss(local_logits, targets), torch::zeros({}, torch::TensorOptions().device(local_logits.device())),
+          static_cast<double>(targets.size(0))};
+}
+
+std::shared_ptr<StageModel> Gpt2Impl::make_stage(const TpContext& tp, StageRange range) const {
+  return std::make_shared<Gpt2Impl>(config_, tp, range);
+}
+
+std::vector<torch::Tensor> Gpt2Impl::tied_parameters() {
+  if (!wte_) return {};
+  return {wte_->weight};
 }
 
 torch::Tensor Gpt2Impl::full_logits(const torch::Tensor& local_logits) {

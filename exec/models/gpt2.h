@@ -17,6 +17,7 @@
 
 #include "core/plan.h"
 #include "exec/models/serial_state.h"
+#include "exec/models/stage_model.h"
 #include "exec/models/stage_range.h"
 #include "exec/tp/parallel_linear.h"
 #include "exec/tp/vocab_parallel.h"
@@ -48,15 +49,18 @@ class Gpt2BlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Gpt2Block);
 
-class Gpt2Impl : public torch::nn::Module {
+class Gpt2Impl : public StageModel {
  public:
   Gpt2Impl(const core::ModelConfig& config, const TpContext& tp, StageRange range = {});
 
   // First stage: token ids [B, T] -> hidden [B, T, D]; middle: hidden -> hidden; last
   // stage: -> this rank's logits [B, T, V_local] (its vocabulary slice).
-  torch::Tensor forward(const torch::Tensor& input);
+  torch::Tensor forward(const torch::Tensor& input) override;
   // Mean cross-entropy over the targets >= 0, from the last stage's local logits.
-  torch::Tensor loss(const torch::Tensor& local_logits, const torch::Tensor& targets);
+  torch::Tensor token_loss(const torch::Tensor& local_logits, const torch::Tensor& targets);
+  StageLoss loss(const torch::Tensor& local_logits, const torch::Tensor& targets) override;
+  std::shared_ptr<StageModel> make_stage(const TpContext& tp, StageRange range) const override;
+  std::vector<torch::Tensor> tied_parameters() override;
   // The full logits (all-gathered over tp): for generation and tests, not for training.
   torch::Tensor full_logits(const torch::Tensor& local_logits);
 

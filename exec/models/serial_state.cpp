@@ -51,8 +51,10 @@ void load_serial_state(torch::nn::Module& model, const SerialState& state, const
     };
     if (auto v = vocab.find(item.key()); v != vocab.end()) {
       const VocabShard& s = v->second->shard();
-      if (full.dim() != 2 || full.size(0) != v->second->vocab() || full.size(1) != item.value().size(1))
+      // A checkpoint's merged shards may carry another tp degree's zero padding rows.
+      if (full.dim() != 2 || full.size(0) < v->second->vocab() || full.size(1) != item.value().size(1))
         throw bad_shape();
+      full = full.narrow(0, 0, v->second->vocab());
       item.value().zero_();
       if (s.valid > 0) item.value().narrow(0, 0, s.valid).copy_(full.narrow(0, s.first, s.valid));
       continue;

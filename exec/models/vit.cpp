@@ -75,4 +75,13 @@ torch::Tensor ViTImpl::forward(const torch::Tensor& input) {
   return x;
 }
 
+StageLoss ViTImpl::loss(const torch::Tensor& logits, const torch::Tensor& labels) {
+  return {torch::nn::functional::cross_entropy(logits, labels), logits.argmax(1).eq(labels).sum(),
+          static_cast<double>(labels.size(0))};
+}
+
+std::shared_ptr<StageModel> ViTImpl::make_stage(const TpContext& tp, StageRange range) const {
+  return std::make_shared<ViTImpl>(config_, tp, range);
+}
+
 }  // namespace quintnet::exec

@@ -14,6 +14,7 @@
 
 #include "core/plan.h"
 #include "exec/models/serial_state.h"
+#include "exec/models/stage_model.h"
 #include "exec/models/stage_range.h"
 #include "exec/tp/parallel_linear.h"
 
@@ -54,13 +55,16 @@ class BlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
-class ViTImpl : public torch::nn::Module {
+class ViTImpl : public StageModel {
  public:
   ViTImpl(const core::ModelConfig& config, const TpContext& tp, StageRange range = {});
 
   // First stage: images [B, C, H, W] -> hidden [B, T, D]; middle: hidden -> hidden;
   // last stage: -> logits [B, classes].  A whole model maps images to logits.
-  torch::Tensor forward(const torch::Tensor& input);
+  torch::Tensor forward(const torch::Tensor& input) override;
+  // Cross-entropy of the class logits; correct = samples classified right.
+  StageLoss loss(const torch::Tensor& logits, const torch::Tensor& labels) override;
+  std::shared_ptr<StageModel> make_stage(const TpContext& tp, StageRange range) const override;
 
   bool has_head() const { return range_.end_block == config_.depth; }
   const core::ModelConfig& config() const { return config_; }

@@ -40,13 +40,12 @@ void PipelineRunner::forward(int mb, int c, const std::vector<torch::Tensor>& in
   }
   torch::Tensor out = model_.chunks[c].model->forward(slot.input);
   if (model_.is_last(c)) {
-    const torch::Tensor& y = labels[mb];
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(out, y);
-    slot.output = loss / schedule_.microbatches;
+    const StageLoss l = model_.chunks[c].model->loss(out, labels[mb]);
+    slot.output = l.loss / schedule_.microbatches;
     stats[0] += slot.output.detach();
-    stats[3 + mb] += loss.detach();
-    stats[1] += out.argmax(1).eq(y).sum();
-    stats[2] += y.size(0);
+    stats[3 + mb] += l.loss.detach();
+    stats[1] += l.correct;
+    stats[2] += l.count;
   } else {
     slot.output = out;
   }
@@ -169,7 +168,34 @@ StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, c
   for (auto& [work, tensor] : pending_sends_) comm_.wait(*work, "pipeline send");
   pending_sends_.clear();
   slots_.clear();
+  sync_tied_gradients();
   return share_from_last_stage(stats);
+}
+
+void PipelineRunner::sync_tied_gradients() {
+  // The first and the last stage each hold a copy of a tied parameter (GPT-2's token
+  // embedding, used as the output head); both copies must take the same step, with the
+  // gradient of both uses.  Every pp rank joins one all-reduce, contributing the sum of
+  // the copies it holds (zeros if none) — simple, and the tensor is a tp shard only.
+  if (model_.num_stages == 1 || pp_.size() == 1) return;  // one stage: the parameter is one tensor
+  std::vector<torch::Tensor> held;
+  for (int c = 0; c < static_cast<int>(model_.chunks.size()); ++c)
+    if (model_.is_first(c) || model_.is_last(c))
+      for (const torch::Tensor& p : model_.chunks[c].model->tied_parameters()) held.push_back(p);
+  const torch::Device device = model_.chunks.front().model->parameters().front().device();
+  if (!tied_checked_) {  // does the model tie anything? (every rank learns it from the end stages)
+    torch::Tensor numel = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+    for (const auto& p : held) numel[0] = static_cast<double>(p.numel());
+    comm_.all_reduce_max(pp_, numel);
+    tied_numel_ = static_cast<int64_t>(numel[0].item<double>());
+    tied_checked_ = true;
+  }
+  if (tied_numel_ == 0) return;
+  torch::NoGradGuard no_grad;
+  torch::Tensor sum = torch::zeros({tied_numel_}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+  for (const auto& p : held) sum += p.grad().reshape({-1});
+  comm_.all_reduce_sum(pp_, sum);
+  for (auto& p : held) p.grad().copy_(sum.view_as(p.grad()));
 }
 
 StepStats PipelineRunner::evaluate(const torch::Tensor& input, const torch::Tensor& labels) {
@@ -187,10 +213,10 @@ StepStats PipelineRunner::evaluate(const torch::Tensor& input, const torch::Tens
     }
     x = model_.chunks[c].model->forward(x);
     if (model_.is_last(static_cast<int>(c))) {
-      stats[0] += torch::nn::functional::cross_entropy(
-          x, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-      stats[1] += x.argmax(1).eq(labels).sum();
-      stats[2] += labels.size(0);
+      const StageLoss l = model_.chunks[c].model->loss(x, labels);
+      stats[0] += l.loss * l.count;
+      stats[1] += l.correct;
+      stats[2] += l.count;
     } else if (schedule_.rank_of_stage(stage + 1) != pp_rank_) {
       torch::Tensor t = x.contiguous();
       comm_.wait(*comm_.send_async(pp_, t, schedule_.rank_of_stage(stage + 1), tag(false, 0, stage + 1)),

@@ -47,6 +47,7 @@ class PipelineRunner {
   void backward(const core::Action& a, size_t index);
   int tag(bool grad, int mb, int to_stage) const;
   StepStats share_from_last_stage(torch::Tensor stats);
+  void sync_tied_gradients();
 
   core::Schedule schedule_;
   ParallelModel& model_;
@@ -57,6 +58,8 @@ class PipelineRunner {
   std::vector<size_t> last_grad_action_;  // per chunk: index of the action that completes its gradients
   std::map<Key, Slot> slots_;
   std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, torch::Tensor>> pending_sends_;
+  bool tied_checked_ = false;  // tied parameters: looked up once, on the first step
+  int64_t tied_numel_ = 0;
 };
 
 }  // namespace quintnet::exec

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/stage_balance.h"
+#include "exec/models/serial_state.h"
 
 namespace quintnet::exec {
 namespace {
@@ -15,7 +16,7 @@ class MeshStrategy : public Strategy {
 
   std::string name() const override { return name_; }
 
-  std::unique_ptr<ParallelModel> apply(ViT serial) override {
+  std::unique_ptr<ParallelModel> apply(std::shared_ptr<StageModel> serial) override {
     auto pm = std::make_unique<ParallelModel>();
     if (use_tp_) pm->tp = TpContext{&comm_, &comm_.axis("tp")};
     const int pp = use_pp_ ? comm_.axis("pp").size() : 1, pp_rank = use_pp_ ? comm_.axis("pp").rank : 0;
@@ -31,7 +32,7 @@ class MeshStrategy : public Strategy {
       ModelChunk chunk;
       chunk.stage = c * pp + pp_rank;
       const core::LayerRange r = ranges[chunk.stage];
-      chunk.model = ViT(serial->config(), pm->tp, StageRange{r.first, r.end});
+      chunk.model = serial->make_stage(pm->tp, StageRange{r.first, r.end});
       chunk.model->to(device);
       load_serial_state(*chunk.model, state, pm->tp);
       chunk.flat = std::make_unique<FlatParameters>(*chunk.model, tp_shard_dims(*chunk.model));

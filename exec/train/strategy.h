@@ -2,7 +2,7 @@
 // The strategy API, in the spirit of the original QuintNet:
 //
 //   auto strategy = make_strategy("3d", comm, plan);
-//   std::unique_ptr<ParallelModel> model = strategy->apply(serial_vit);
+//   std::unique_ptr<ParallelModel> model = strategy->apply(serial_model);  // a ViT or a GPT-2
 //
 // apply() turns a serial model into this rank's part of the parallel one, in the
 // original's wrapping order: tensor parallelism slices the serial weights (so one
@@ -17,7 +17,7 @@
 #include "core/plan.h"
 #include "exec/comm/communicator.h"
 #include "exec/dp/grad_buckets.h"
-#include "exec/models/vit.h"
+#include "exec/models/stage_model.h"
 #include "exec/train/flat_parameters.h"
 
 namespace quintnet::exec {
@@ -25,7 +25,7 @@ namespace quintnet::exec {
 // One virtual pipeline stage held by this rank.
 struct ModelChunk {
   int stage = 0;  // virtual stage index: chunk c of pp rank r is stage c·pp + r
-  ViT model{nullptr};
+  std::shared_ptr<StageModel> model;
   std::unique_ptr<FlatParameters> flat;  // parameters and gradients in two buffers
   std::unique_ptr<GradBuckets> dp;       // gradient averaging over the dp group (null if dp = 1)
 };
@@ -43,7 +43,7 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
-  virtual std::unique_ptr<ParallelModel> apply(ViT serial) = 0;
+  virtual std::unique_ptr<ParallelModel> apply(std::shared_ptr<StageModel> serial) = 0;
 };
 
 // Throws core::UserError for an unknown strategy.

@@ -10,7 +10,9 @@
 #include "core/stage_balance.h"
 #include "exec/checkpoint/checkpoint.h"
 #include "exec/data/batch_sampler.h"
-#include "exec/data/image_batches.h"
+#include "exec/data/training_data.h"
+#include "exec/models/gpt2.h"
+#include "exec/models/vit.h"
 #include "core/schedule_generators.h"
 #include "core/trace_analysis.h"
 #include "exec/trace/trace_recorder.h"
@@ -24,16 +26,14 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-ImageDataset truncated(ImageDataset d, std::int64_t max_samples) {
-  if (max_samples > 0 && max_samples < d.count) {
-    d.count = max_samples;
-    d.pixels.resize(static_cast<size_t>(max_samples) * d.rows * d.cols);
-    d.labels.resize(static_cast<size_t>(max_samples));
-  }
-  return d;
-}
-
 }  // namespace
+
+std::shared_ptr<StageModel> make_serial_model(const core::Plan& plan) {
+  if (!plan.model.is_gpt()) return ViT(plan.model, TpContext{}).ptr();
+  Gpt2 gpt(plan.model, TpContext{});
+  if (!plan.checkpoint_path.empty()) load_hf_gpt2(gpt, plan.checkpoint_path);  // fine-tuning from released weights
+  return gpt.ptr();
+}
 
 Trainer::Trainer(const core::Plan& plan, Communicator& comm, TrainOptions options)
     : plan_(plan), comm_(comm), options_(std::move(options)), is_logger_(comm.rank() == 0),
@@ -47,11 +47,17 @@ double Trainer::clip_gradients(ParallelModel& pm) {
   // tp group) + Σ over replicated ones (identical on every tp rank, counted once)].
   torch::NoGradGuard no_grad;
   torch::Tensor sharded = torch::zeros({1}, stats_options()), replicated = torch::zeros({1}, stats_options());
-  for (auto& chunk : pm.chunks) {
+  for (size_t c = 0; c < pm.chunks.size(); ++c) {
+    auto& chunk = pm.chunks[c];
     const torch::Tensor sq = chunk.flat->grads().to(torch::kFloat64).square();
     const torch::Tensor s = (sq * chunk.flat->sharded_mask()).sum();
     sharded += s;
     replicated += sq.sum() - s;
+    // A tied parameter (GPT-2's vocabulary-parallel embedding) is one parameter held by
+    // the first and the last stage: count it once, on the first.
+    if (pm.is_last(static_cast<int>(c)) && !pm.is_first(static_cast<int>(c)))
+      for (const torch::Tensor& p : chunk.model->tied_parameters())
+        sharded -= p.grad().to(torch::kFloat64).square().sum();
   }
   comm_.all_reduce_sum(comm_.axis("tp"), sharded);
   torch::Tensor total = sharded + replicated;
@@ -62,19 +68,19 @@ double Trainer::clip_gradients(ParallelModel& pm) {
   return norm;
 }
 
-Trainer::Evaluation Trainer::evaluate(PipelineRunner& runner, ParallelModel& pm, const ImageDataset& val,
-                                      const Normalisation& norm) {
+Trainer::Evaluation Trainer::evaluate(PipelineRunner& runner, ParallelModel& pm, const TrainingData& data) {
   for (auto& chunk : pm.chunks) chunk.model->eval();
   Group& dp = comm_.axis("dp");
   // Contiguous shards of the validation set per dp rank; tp ranks compute the same.
-  const std::int64_t per_rank = (val.count + dp.size() - 1) / dp.size();
-  const std::int64_t begin = std::min(val.count, dp.rank * per_rank), end = std::min(val.count, begin + per_rank);
+  const std::int64_t count = data.val_size(), chunk = data.eval_batch_size();
+  const std::int64_t per_rank = (count + dp.size() - 1) / dp.size();
+  const std::int64_t begin = std::min(count, dp.rank * per_rank), end = std::min(count, begin + per_rank);
   torch::Tensor totals = torch::zeros({3}, stats_options());  // loss sum, correct, count
-  for (std::int64_t start = begin; start < end; start += 500) {
+  for (std::int64_t start = begin; start < end; start += chunk) {
     std::vector<int64_t> idx;
-    for (std::int64_t i = start; i < std::min(end, start + 500); ++i) idx.push_back(i);
-    auto [images, labels] = make_batch(val, idx, norm, device_);
-    const StepStats s = runner.evaluate(images, labels);
+    for (std::int64_t i = start; i < std::min(end, start + chunk); ++i) idx.push_back(i);
+    auto [inputs, labels] = data.val_batch(idx, device_);
+    const StepStats s = runner.evaluate(inputs, labels);
     totals[0] += s.loss;
     totals[1] += s.correct;
     totals[2] += s.samples;
@@ -102,21 +108,11 @@ void Trainer::save_params(ParallelModel& pm) {
 TrainResult Trainer::run() {
   const auto t0 = Clock::now();
   const core::Plan& p = plan_;
-  ImageDataset train = truncated(load_idx_dataset(p.dataset_path, "train"), p.max_samples);
-  ImageDataset val = truncated(load_idx_dataset(p.dataset_path, "t10k"), p.max_val_samples);
-  if (train.rows != p.model.img_size || train.cols != p.model.img_size)
-    throw core::UserError("img_size: " + std::to_string(p.model.img_size) + " but the images in " + p.dataset_path +
-                          " are " + std::to_string(train.rows) + "x" + std::to_string(train.cols) +
-                          "; set img_size: " + std::to_string(train.rows));
-  if (train.num_classes > p.model.num_classes)
-    throw core::UserError("num_classes: " + std::to_string(p.model.num_classes) + " but the labels go up to " +
-                          std::to_string(train.num_classes - 1));
-  const Normalisation norm = pixel_statistics(train);
+  const std::unique_ptr<TrainingData> data = load_training_data(p);
 
   // The same serial initial weights on every layout: seed, build serial, then shard.
   torch::manual_seed(p.seed);
-  core::ModelConfig model_config = p.model;
-  ViT serial(model_config, TpContext{});
+  std::shared_ptr<StageModel> serial = make_serial_model(p);
   serial->to(device_);
   auto pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
   serial = nullptr;
@@ -124,10 +120,13 @@ TrainResult Trainer::run() {
   std::vector<std::unique_ptr<FlatAdamW>> optimizers;
   for (auto& chunk : pm->chunks) optimizers.push_back(std::make_unique<FlatAdamW>(*chunk.flat, p.weight_decay));
   const int m = p.microbatches();
-  const int64_t tokens = (p.model.img_size / p.model.patch_size) * (p.model.img_size / p.model.patch_size) + 1;
+  // The activations between stages: [micro-batch, tokens, hidden].
+  const int64_t tokens = p.model.is_gpt()
+                             ? p.max_seq_length
+                             : (p.model.img_size / p.model.patch_size) * (p.model.img_size / p.model.patch_size) + 1;
   PipelineRunner runner(core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), m,
                                             static_cast<int>(pm->chunks.size())),
-                        *pm, comm_, tokens, p.model.hidden_dim);
+                        *pm, comm_, tokens, p.model.hidden());
   Group& dp = comm_.axis("dp");
   // Tracing: clocks start together after a barrier; steps [first, first + n) are recorded.
   std::unique_ptr<TraceRecorder> tracer;
@@ -138,11 +137,11 @@ TrainResult Trainer::run() {
     comm_.barrier(comm_.world());
     tracer->set_origin(TraceRecorder::Clock::now());
   }
-  BatchSampler sampler(train.count, p.batch_size, p.seed);
+  BatchSampler sampler(data->train_size(), p.batch_size, p.seed);
   const long per_epoch = sampler.batches_per_epoch();
   if (per_epoch == 0)
     throw core::UserError("batch_size: " + std::to_string(p.batch_size) + " is larger than the " +
-                          std::to_string(train.count) + " training samples");
+                          std::to_string(data->train_size()) + " training samples");
   const long total_steps = options_.max_steps > 0 ? options_.max_steps : per_epoch * p.num_epochs;
   const int epochs = static_cast<int>((total_steps + per_epoch - 1) / per_epoch);
   if (tracer) trace_first = total_steps > 1 ? 1 : 0;
@@ -153,18 +152,23 @@ TrainResult Trainer::run() {
     if (!metrics) throw core::UserError("--metrics: cannot write " + options_.metrics_path);
   }
   if (is_logger_)
-    std::printf("training %s on %s (%s, %s): %ld samples, %ld steps/epoch, global batch %d = micro %d x %d "
+    std::printf("training %s on %s (%s, %s): %s, %ld steps/epoch, global batch %d = micro %d x %d "
                 "microbatches x dp %d\n",
                 p.model.kind.c_str(), p.mesh().shape_string().c_str(), p.strategy().c_str(),
-                core::schedule_kind_name(p.schedule_kind()), static_cast<long>(train.count), per_epoch, p.batch_size,
+                core::schedule_kind_name(p.schedule_kind()), data->describe().c_str(), per_epoch, p.batch_size,
                 p.micro_batch_size(), m, p.dp());
+  if (is_logger_ && p.model.is_gpt() && (p.model.attn_pdrop > 0 || p.model.embd_pdrop > 0 || p.model.resid_pdrop > 0))
+    std::printf("note: GPT-2 dropout (attn/embd/resid_pdrop) is not applied by this executor; training runs without it\n");
   if (is_logger_ && p.pp() * p.virtual_stages > 1) {
     const core::ModelDims dims = core::model_dims(p.model, p.max_seq_length);
     const std::string note = core::stage_balance_note(dims, core::balanced_stages(dims, p.pp() * p.virtual_stages));
     std::printf("pipeline: %s\n", note.c_str());
   }
+  // The original's tables: accuracy for the classifier, perplexity for the language model.
+  const bool lm = p.model.is_gpt();
   if (is_logger_ && options_.evaluate)
-    std::printf("\n| Epoch | Train Loss | Train Acc | Val Loss | Val Acc |\n|-------|------------|-----------|----------|---------|\n");
+    std::printf(lm ? "\n| Epoch | Train Loss | Train PPL | Val Loss | Val PPL |\n|-------|------------|-----------|----------|---------|\n"
+                   : "\n| Epoch | Train Loss | Train Acc | Val Loss | Val Acc |\n|-------|------------|-----------|----------|---------|\n");
   std::fflush(stdout);
 
   // Where the run stands: a fresh start, or what a checkpoint recorded.
@@ -221,7 +225,7 @@ TrainResult Trainer::run() {
       for (auto& chunk : pm->chunks) chunk.flat->zero_grad();
       std::vector<torch::Tensor> inputs, labels;
       for (int j = 0; j < m; ++j) {
-        auto [x, y] = make_batch(train, sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), norm, device_);
+        auto [x, y] = data->train_batch(sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), device_);
         inputs.push_back(x);
         labels.push_back(y);
       }
@@ -271,12 +275,16 @@ TrainResult Trainer::run() {
     const double train_loss = epoch_stats[0].item<double>() / epoch_stats[2].item<double>();
     const double train_acc = epoch_stats[1].item<double>() / epoch_stats[2].item<double>();
     if (options_.evaluate) {
-      const Evaluation ev = evaluate(runner, *pm, val, norm);
+      const Evaluation ev = evaluate(runner, *pm, *data);
       result.final_val_loss = ev.loss;
-      result.final_val_accuracy = ev.accuracy;
+      if (!lm) result.final_val_accuracy = ev.accuracy;
       if (is_logger_) {
-        std::printf("| %5d | %10.4f | %8.2f%% | %8.4f | %6.2f%% |\n", epoch + 1, train_loss, 100 * train_acc, ev.loss,
-                    100 * ev.accuracy);
+        if (lm)
+          std::printf("| %5d | %10.4f | %9.2f | %8.4f | %7.2f |\n", epoch + 1, train_loss, std::exp(train_loss), ev.loss,
+                      std::exp(ev.loss));
+        else
+          std::printf("| %5d | %10.4f | %8.2f%% | %8.4f | %6.2f%% |\n", epoch + 1, train_loss, 100 * train_acc, ev.loss,
+                      100 * ev.accuracy);
         std::fflush(stdout);
       }
       if (ev.loss < state.best_val_loss - 1e-6) {

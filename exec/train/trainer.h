@@ -9,7 +9,7 @@
 
 #include "core/plan.h"
 #include "exec/comm/communicator.h"
-#include "exec/data/image_batches.h"
+#include "exec/data/training_data.h"
 #include "exec/pp/pipeline_runner.h"
 #include "exec/train/strategy.h"
 
@@ -40,6 +40,10 @@ struct TrainResult {
   double wall_s = 0.0;
 };
 
+// The plan's model, whole and unsharded, freshly initialised from the current seed
+// (GPT-2: then loaded from checkpoint_path when the plan names one).
+std::shared_ptr<StageModel> make_serial_model(const core::Plan& plan);
+
 class Trainer {
  public:
   Trainer(const core::Plan& plan, Communicator& comm, TrainOptions options);
@@ -49,7 +53,7 @@ class Trainer {
   struct Evaluation {
     double loss, accuracy;
   };
-  Evaluation evaluate(PipelineRunner& runner, ParallelModel& pm, const ImageDataset& val, const Normalisation& norm);
+  Evaluation evaluate(PipelineRunner& runner, ParallelModel& pm, const TrainingData& data);
   double clip_gradients(ParallelModel& pm);
   void save_params(ParallelModel& pm);
 

@@ -3,6 +3,7 @@
 // stderr and wall time of a shell command.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <array>
@@ -22,7 +23,9 @@ struct CommandResult {
 
 inline CommandResult run_command(const std::string& cmd) {
   static int counter = 0;
-  const std::string err_path = ::testing::TempDir() + "/exec_stderr_" + std::to_string(counter++) + ".txt";
+  // The process id keeps the file apart from other test processes (ctest -j).
+  const std::string err_path =
+      ::testing::TempDir() + "/exec_stderr_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".txt";
   CommandResult r;
   const auto t0 = std::chrono::steady_clock::now();
   FILE* pipe = popen((cmd + " 2>" + err_path).c_str(), "r");

@@ -112,7 +112,7 @@ int main(int argc, char** argv) try {
   targets.index_put_({0, 0}, -100);  // an ignored position
   torch::Tensor local = model(tokens);
   local.retain_grad();
-  torch::Tensor loss = model->loss(local, targets);
+  torch::Tensor loss = model->token_loss(local, targets);
   loss.backward();
   std::map<std::string, torch::Tensor> result{{"logits", model->full_logits(local)}, {"loss", loss.detach()}};
   for (auto& [name, g] : exec::gather_serial_state(*model, tp, /*gradients=*/true)) result["grad." + name] = g;

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -55,8 +57,9 @@ std::string base64(const std::string& bytes) {
 
 // Token ids of each text from the JavaScript encoder.
 std::vector<std::vector<std::int32_t>> reference_ids(const std::vector<std::string>& texts) {
-  const std::string dir = ::testing::TempDir();
-  const std::string in = dir + "/tok_in.json", out = dir + "/tok_out.json";
+  static int calls = 0;  // distinct files per call and per process (ctest -j)
+  const std::string stem = ::testing::TempDir() + "/tok_" + std::to_string(getpid()) + "_" + std::to_string(calls++);
+  const std::string in = stem + "_in.json", out = stem + "_out.json";
   nlohmann::json list = nlohmann::json::array();
   for (const auto& t : texts) list.push_back(base64(t));
   std::ofstream(in) << list.dump();

