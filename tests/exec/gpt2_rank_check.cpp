@@ -1,8 +1,8 @@
 // One rank of the GPT-2 weight and tensor-parallel checks (gpt2_test.cpp starts it
 // through quintnet-launch).
 //
-//   gpt2_rank_check write FILE            a seeded tiny GPT-2, exported in Hugging Face
-//                                         layout (no launcher needed)
+//   gpt2_rank_check write FILE [VOCAB]    a seeded tiny GPT-2 (vocabulary 101, or VOCAB),
+//                                         exported in Hugging Face layout (no launcher)
 //   gpt2_rank_check run FILE OUT [EXPORT] load FILE into tp = world size (each rank its
 //                                         slices), run fixed tokens forward and backward;
 //                                         rank 0 saves logits, loss and the gathered
@@ -84,20 +84,22 @@ void save(const std::string& path, const std::map<std::string, torch::Tensor>& t
 int main(int argc, char** argv) try {
   torch::set_num_threads(1);
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "write" && argc == 3) {
+  if (mode == "write" && (argc == 3 || argc == 4)) {
     torch::manual_seed(11);
-    exec::Gpt2 model(tiny(), exec::TpContext{});
+    core::ModelConfig config = tiny();
+    if (argc == 4) config.vocab_size = std::stoi(argv[3]);
+    exec::Gpt2 model(config, exec::TpContext{});
     {  // non-trivial LayerNorm parameters, so a swapped weight and bias would show
       torch::NoGradGuard no_grad;
       for (auto& p : model->named_parameters())
         if (p.key().find("ln") != std::string::npos) p.value().add_(torch::randn(p.value().sizes()) * 0.1);
     }
-    exec::write_safetensors(argv[2], exec::to_hf_gpt2(exec::gather_serial_state(*model, {}), tiny()),
+    exec::write_safetensors(argv[2], exec::to_hf_gpt2(exec::gather_serial_state(*model, {}), config),
                             {{"format", "pt"}});
     return 0;
   }
   if (mode != "run" || argc < 4) {
-    std::fprintf(stderr, "usage: gpt2_rank_check write FILE | run FILE OUT [EXPORT]\n");
+    std::fprintf(stderr, "usage: gpt2_rank_check write FILE [VOCAB] | run FILE OUT [EXPORT]\n");
     return 2;
   }
   const exec::RankEnv env = exec::read_rank_env();
