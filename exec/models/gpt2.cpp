@@ -7,8 +7,8 @@
 
 namespace quintnet::exec {
 
-Gpt2AttentionImpl::Gpt2AttentionImpl(int64_t dim, int64_t heads, const TpContext& tp)
-    : local_heads_(heads / tp.size()), head_dim_(dim / heads) {
+Gpt2AttentionImpl::Gpt2AttentionImpl(int64_t dim, int64_t heads, double attn_pdrop, const TpContext& tp)
+    : local_heads_(heads / tp.size()), head_dim_(dim / heads), attn_pdrop_(attn_pdrop) {
   if (heads % tp.size() != 0)
     throw core::UserError("GPT-2: n_head " + std::to_string(heads) + " is not divisible by tp " +
                           std::to_string(tp.size()));
@@ -24,22 +24,24 @@ torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& x) {
   torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
   torch::Tensor future = torch::ones({t, t}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
   scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-  torch::Tensor ctx = torch::matmul(torch::softmax(scores, -1), v);
+  torch::Tensor weights = torch::dropout(torch::softmax(scores, -1), attn_pdrop_, is_training());
+  torch::Tensor ctx = torch::matmul(weights, v);
   return proj_(ctx.transpose(1, 2).reshape({b, t, local_heads_ * head_dim_}));
 }
 
-Gpt2BlockImpl::Gpt2BlockImpl(const core::ModelConfig& c, const TpContext& tp) {
+Gpt2BlockImpl::Gpt2BlockImpl(const core::ModelConfig& c, const TpContext& tp) : resid_pdrop_(c.resid_pdrop) {
   auto ln = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)); };
   ln1_ = register_module("ln_1", ln());
-  attn_ = register_module("attn", Gpt2Attention(c.n_embd, c.n_head, tp));
+  attn_ = register_module("attn", Gpt2Attention(c.n_embd, c.n_head, c.attn_pdrop, tp));
   ln2_ = register_module("ln_2", ln());
   fc_ = register_module("fc", ColumnParallelLinear(c.n_embd, c.n_inner, tp));
   proj_ = register_module("proj", RowParallelLinear(c.n_inner, c.n_embd, tp, /*input_is_parallel=*/true));
 }
 
 torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
-  torch::Tensor h = x + attn_(ln1_(x));
-  return h + proj_(torch::gelu(fc_(ln2_(h)), "tanh"));
+  auto drop = [&](const torch::Tensor& y) { return torch::dropout(y, resid_pdrop_, is_training()); };
+  torch::Tensor h = x + drop(attn_(ln1_(x)));
+  return h + drop(proj_(torch::gelu(fc_(ln2_(h)), "tanh")));
 }
 
 Gpt2Impl::Gpt2Impl(const core::ModelConfig& config, const TpContext& tp, StageRange range)
@@ -66,6 +68,7 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& input) {
       throw core::UserError("GPT-2: a sequence of " + std::to_string(t) + " tokens is longer than n_positions " +
                             std::to_string(config_.n_positions));
     x = wte_(x) + wpe_(torch::arange(t, torch::TensorOptions().dtype(torch::kLong).device(x.device())));
+    x = torch::dropout(x, config_.embd_pdrop, is_training());
   }
   for (auto& block : blocks_) x = block(x);
   if (has_head()) x = wte_->logits(ln_f_(x));

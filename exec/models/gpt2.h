@@ -12,7 +12,14 @@
 // stages, both hold the tied embedding ("wte.weight"), kept equal by all-reducing its
 // gradient between them.
 //
-// Dropout is not modelled yet (the equivalence tests and the CPU runs use none).
+// Dropout (attn_pdrop on the attention weights, embd_pdrop on the embeddings,
+// resid_pdrop on each residual branch) in training mode only.  The residual stream is
+// replicated over the tp group, so its masks must be the same on every tp rank: they
+// are, because the ranks of a tp group draw from identically seeded generators in the
+// same order (the trainer seeds every rank alike and their shards have equal shapes).
+// The attention-weight masks of different ranks' heads are therefore equal too — still
+// Bernoulli per element, but correlated across tp ranks (Megatron-LM draws those from a
+// separate per-rank generator; not done here).  The equivalence tests run without dropout.
 #include <torch/torch.h>
 
 #include "core/plan.h"
@@ -26,11 +33,12 @@ namespace quintnet::exec {
 
 class Gpt2AttentionImpl : public torch::nn::Module {
  public:
-  Gpt2AttentionImpl(int64_t dim, int64_t heads, const TpContext& tp);
+  Gpt2AttentionImpl(int64_t dim, int64_t heads, double attn_pdrop, const TpContext& tp);
   torch::Tensor forward(const torch::Tensor& x);  // causal self-attention
 
  private:
   int64_t local_heads_, head_dim_;
+  double attn_pdrop_;
   QkvParallelLinear qkv_{nullptr};
   RowParallelLinear proj_{nullptr};
 };
@@ -42,6 +50,7 @@ class Gpt2BlockImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
+  double resid_pdrop_;
   torch::nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
   Gpt2Attention attn_{nullptr};
   ColumnParallelLinear fc_{nullptr};

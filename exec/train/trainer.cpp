@@ -157,8 +157,6 @@ TrainResult Trainer::run() {
                 p.model.kind.c_str(), p.mesh().shape_string().c_str(), p.strategy().c_str(),
                 core::schedule_kind_name(p.schedule_kind()), data->describe().c_str(), per_epoch, p.batch_size,
                 p.micro_batch_size(), m, p.dp());
-  if (is_logger_ && p.model.is_gpt() && (p.model.attn_pdrop > 0 || p.model.embd_pdrop > 0 || p.model.resid_pdrop > 0))
-    std::printf("note: GPT-2 dropout (attn/embd/resid_pdrop) is not applied by this executor; training runs without it\n");
   if (is_logger_ && p.pp() * p.virtual_stages > 1) {
     const core::ModelDims dims = core::model_dims(p.model, p.max_seq_length);
     const std::string note = core::stage_balance_note(dims, core::balanced_stages(dims, p.pp() * p.virtual_stages));

@@ -36,6 +36,7 @@ core::ModelConfig tiny() {
   c.n_layer = 2;
   c.n_head = 4;
   c.n_inner = 128;
+  c.attn_pdrop = c.embd_pdrop = c.resid_pdrop = 0.0;  // deterministic forward passes to compare
   return c;
 }
 
