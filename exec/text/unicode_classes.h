@@ -1,7 +1,7 @@
 #pragma once
 // The character classes of GPT-2's pre-tokenizer pattern, as JavaScript's regular
 // expressions define them (the reference encoder is the gpt-3-encoder npm package).
-// The tables are generated: scripts/gen_unicode_classes.js.
+// The tables are generated (exec/text/unicode_tables.inc, by scripts/gen_unicode_classes.js).
 
 namespace quintnet::text {
 

@@ -1,5 +1,5 @@
-// One rank of the GPT-2 weight and tensor-parallel checks (gpt2_test.cpp starts it
-// through quintnet-launch).
+// One rank of the GPT-2 weight and tensor-parallel checks: a tool, not a test —
+// tests/exec/gpt2_test.cpp starts it through quintnet-launch and asserts on its output.
 //
 //   gpt2_rank_check write FILE [VOCAB]    a seeded tiny GPT-2 (vocabulary 101, or VOCAB),
 //                                         exported in Hugging Face layout (no launcher)
