@@ -3,9 +3,6 @@
 // Enumerates (dp, tp, pp, micro-batch, schedule, chunks), says why the impossible ones
 // are, ranks the rest by an analytic step time and simulates the best few with SimGrid
 // (each in a child process: SimGrid has one engine per process).
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -15,6 +12,7 @@
 #include "core/cli/main_guard.h"
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "sim/child_process.h"
 #include "sim/planner.h"
 #include "sim/simulation.h"
 
@@ -28,7 +26,7 @@ using core::cli::UsageError;
 const std::vector<OptionSpec> kOptions = {
     {"model", "NAME", "gpt2-124m ... gpt3-175b [gpt3-175b]"},
     {"gpus", "N", "GPUs to use [1024]"},
-    {"platform", "NAME|FILE", "dgx-a100, dgx-h100, h200 or a JSON description [dgx-a100]"},
+    {"platform", "NAME|FILE", "dgx-a100, dgx-h100, h200 a JSON description, or a SimGrid platform .xml [dgx-a100]"},
     {"nodes", "N", "nodes of the platform [enough for --gpus]"},
     {"global-batch", "N", "samples per optimizer step [1536]"},
     {"seq", "N", "sequence length [2048]"},
@@ -37,30 +35,17 @@ const std::vector<OptionSpec> kOptions = {
     {"simulate", "N", "simulate the best N with SimGrid [3; 0: analytic only]"},
 };
 
-// Runs the SimGrid simulation of `plan` in a child process and returns its step time.
+// Simulates `plan` (in a child process: one SimGrid engine per process); -1 when it fails.
 double simulate_in_child(const sim::SimPlan& plan, const sim::Platform& platform) {
-  std::fflush(stdout);  // the child must not inherit (and print again) buffered output
-  std::fflush(stderr);
-  int fds[2];
-  if (pipe(fds) != 0) throw core::UserError("cannot create a pipe for the simulation");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    double step = -1;
-    try {
-      step = sim::simulate_step(plan, platform).step_time_s;
-    } catch (...) {
-    }
-    if (write(fds[1], &step, sizeof(step)) != sizeof(step)) _exit(1);
-    _exit(0);
+  try {
+    return std::stod(sim::run_in_child("the simulation", [&] {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.17g", sim::simulate_step(plan, platform).step_time_s);
+      return std::string(text);
+    }));
+  } catch (const core::UserError&) {
+    return -1;
   }
-  close(fds[1]);
-  double step = -1;
-  if (read(fds[0], &step, sizeof(step)) != sizeof(step)) step = -1;
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return step;
 }
 
 int plan_command(int argc, char** argv) {
@@ -80,7 +65,7 @@ int plan_command(int argc, char** argv) {
     for (double b : args.get_doubles("micro-batches", 1, 16)) q.micro_batches.push_back(static_cast<int>(b));
   }
   sim::Platform platform = sim::load_platform(args.get("platform", "dgx-a100"), args.get_int("nodes", 0, 0, 1 << 20));
-  if (!args.value("nodes")) platform.nodes = std::max(platform.nodes, (q.gpus + platform.gpus_per_node - 1) / platform.gpus_per_node);
+  if (!args.value("nodes") && platform.xml_file.empty()) platform.nodes = std::max(platform.nodes, (q.gpus + platform.gpus_per_node - 1) / platform.gpus_per_node);
   const int top = args.get_int("top", 10, 1, 1000), to_simulate = args.get_int("simulate", 3, 0, 100);
 
   std::vector<sim::Candidate> all = sim::enumerate_layouts(q, platform);

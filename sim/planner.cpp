@@ -48,7 +48,7 @@ std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& pla
   const core::ModelDims dims = core::model_dims(q.model);
   if (q.gpus > platform.gpus())
     throw core::UserError("--gpus " + std::to_string(q.gpus) + ": the platform has " + std::to_string(platform.gpus()) +
-                          " (use --nodes)");
+                          (platform.xml_file.empty() ? " (use --nodes)" : " (the hosts of " + platform.xml_file + ")"));
   std::vector<Candidate> out;
   for (int tp = 1; tp <= q.gpus; tp *= 2)
     for (int pp = 1; tp * pp <= q.gpus; ++pp) {
@@ -76,7 +76,7 @@ std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& pla
           }
           const SimPlan s = candidate_sim_plan(q, c, platform);
           c.memory_bytes = *std::max_element(s.memory_bytes.begin(), s.memory_bytes.end());
-          if (c.memory_bytes > platform.memory_bytes) {
+          if (platform.memory_bytes > 0 && c.memory_bytes > platform.memory_bytes) {
             c.rejected = "does not fit: " + gib(c.memory_bytes) + " per GPU";
             out.push_back(c);
             continue;

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "sim/simgrid_compat.h"
 
 namespace quintnet::sim {
 namespace {
@@ -28,7 +29,7 @@ Platform preset(const std::string& name) {
   } else {
     std::string list;
     for (const auto& n : platform_presets()) list += (list.empty() ? "" : ", ") + n;
-    throw core::UserError("platform '" + name + "': not a preset (" + list + ") nor a JSON file");
+    throw core::UserError("platform '" + name + "': not a preset (" + list + ") nor a JSON or SimGrid XML file");
   }
   return p;
 }
@@ -54,7 +55,7 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
   number("cores_per_node", cores, 0);
   number("peak_flops", p.peak_flops, 1);
   number("efficiency", p.efficiency, 1e-6);
-  number("memory_bytes", p.memory_bytes, 1);
+  number("memory_bytes", p.memory_bytes, 0);  // 0: unknown, no memory check
   number("intra_bandwidth", p.intra_bandwidth, 1);
   number("intra_latency", p.intra_latency, 0);
   number("nic_bandwidth", p.nic_bandwidth, 1);
@@ -91,7 +92,9 @@ nlohmann::json platform_to_json(const Platform& p) {
 
 Platform load_platform(const std::string& name_or_file, int nodes) {
   Platform p;
-  if (std::filesystem::exists(name_or_file)) {
+  if (std::filesystem::exists(name_or_file) && std::filesystem::path(name_or_file).extension() == ".xml") {
+    p = inspect_xml_platform(name_or_file);
+  } else if (std::filesystem::exists(name_or_file)) {
     std::ifstream in(name_or_file);
     nlohmann::json j;
     try {
@@ -104,6 +107,8 @@ Platform load_platform(const std::string& name_or_file, int nodes) {
   } else {
     p = preset(name_or_file);
   }
+  if (nodes > 0 && !p.xml_file.empty())
+    throw core::UserError("--nodes: " + name_or_file + " is a SimGrid XML platform, its hosts are fixed by the file");
   if (nodes > 0) p.nodes = nodes;
   return p;
 }

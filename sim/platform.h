@@ -3,7 +3,7 @@
 // efficiency, memory), the links inside a node and the network between nodes.
 // Presets: dgx-a100, dgx-h100, h200 (one GPU), cpu-local (this kind of 2-core
 // machine, to be calibrated), ideal (infinite bandwidth, no latency: closed forms).
-// Or a JSON file with the same fields (docs/SIMULATOR.md).
+// Or a JSON file with the same fields, or a SimGrid platform XML file (docs/SIMULATOR.md).
 #include <string>
 #include <vector>
 
@@ -30,6 +30,10 @@ struct Platform {
   // DP all-reduces over groups spanning nodes: one ring, or NCCL-style two levels
   // (reduce-scatter in the node, all-reduce across nodes, all-gather in the node).
   bool hierarchical_collectives = false;
+  // A SimGrid platform XML file: its hosts (rank r on the r-th host in natural name
+  // order), links and routes replace the ones built from the fields above, which then
+  // only summarize it (see simgrid_compat.h) for the planner's analytic pre-filter.
+  std::string xml_file;
 
   int gpus() const { return nodes * gpus_per_node; }
   double gpu_flops() const { return peak_flops * efficiency; }  // per GPU, or per core when cores_per_node > 0

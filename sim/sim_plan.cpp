@@ -14,7 +14,8 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
     throw core::UserError("the mesh " + plan.mesh().shape_string() + " needs " + std::to_string(world) +
                           " GPUs; platform '" + platform.name + "' has " + std::to_string(platform.gpus()) + " (" +
                           std::to_string(platform.nodes) + " nodes x " + std::to_string(platform.gpus_per_node) +
-                          "); use --nodes");
+                          ")" +
+                          (platform.xml_file.empty() ? "; use --nodes" : ", the hosts of the XML file"));
   core::ModelDims dims = model_override.empty()
                             ? core::model_dims(plan.model, seq_len > 0 ? seq_len : plan.max_seq_length)
                             : core::model_dims(model_override);

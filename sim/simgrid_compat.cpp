@@ -1,8 +1,14 @@
 #include "sim/simgrid_compat.h"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
+#include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
+
+#include "core/error.h"
+#include "sim/child_process.h"
 
 namespace sg4 = simgrid::s4u;
 
@@ -42,9 +48,121 @@ std::vector<sg4::Host*> build_shared_cores(const Platform& p, int ranks, const s
   return hosts;
 }
 
+// "gpu2" before "gpu10": runs of digits compare as numbers.
+bool natural_less(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t i2 = i, j2 = j;
+      while (i2 < a.size() && std::isdigit(static_cast<unsigned char>(a[i2]))) ++i2;
+      while (j2 < b.size() && std::isdigit(static_cast<unsigned char>(b[j2]))) ++j2;
+      const std::string x = a.substr(i, i2 - i), y = b.substr(j, j2 - j);
+      const std::string xs = x.substr(std::min(x.find_first_not_of('0'), x.size())),
+                        ys = y.substr(std::min(y.find_first_not_of('0'), y.size()));
+      if (xs.size() != ys.size()) return xs.size() < ys.size();
+      if (xs != ys) return xs < ys;
+      i = i2, j = j2;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i, ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+std::vector<sg4::Host*> hosts_in_rank_order(const sg4::Engine& engine) {
+  auto hosts = engine.get_all_hosts();
+  std::sort(hosts.begin(), hosts.end(),
+            [](const sg4::Host* a, const sg4::Host* b) { return natural_less(a->get_name(), b->get_name()); });
+  return hosts;
+}
+
+void load_xml(const sg4::Engine& engine, const std::string& file) {
+  try {
+    engine.load_platform(file);
+  } catch (const std::exception& e) {  // simgrid::ParseError names the file and line
+    throw core::UserError(file + ": not a valid SimGrid platform (" + e.what() + ")");
+  }
+}
+
+// The route's latency and its narrowest link's bandwidth; false when there is none.
+bool route_summary(const sg4::Host* a, const sg4::Host* b, double& latency, double& bandwidth) {
+  std::vector<sg4::Link*> links;
+  latency = 0;
+  a->route_to(b, links, &latency);
+  if (links.empty()) return false;
+  bandwidth = links.front()->get_bandwidth();
+  for (const auto* l : links) bandwidth = std::min(bandwidth, l->get_bandwidth());
+  return true;
+}
+
+double zone_number(const sg4::NetZone* zone, const char* key, double fallback, const std::string& file) {
+  const char* value = zone->get_property(key);
+  if (value == nullptr) return fallback;
+  try {
+    size_t used = 0;
+    const double v = std::stod(value, &used);
+    if (used == std::string(value).size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw core::UserError(file + ": <prop id=\"" + key + "\"> must be a positive number, got '" + value + "'");
+}
+
+std::vector<sg4::Host*> build_from_xml(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs) {
+  const auto& engine = *sg4::Engine::get_instance();
+  load_xml(engine, p.xml_file);
+  auto hosts = hosts_in_rank_order(engine);
+  if (static_cast<int>(hosts.size()) < ranks)
+    throw core::UserError(p.xml_file + ": " + std::to_string(ranks) + " ranks, the platform has " +
+                          std::to_string(hosts.size()) + " hosts");
+  hosts.resize(ranks);
+  for (const auto& [a, b] : pairs) {
+    double latency = 0, bandwidth = 0;
+    if (!route_summary(hosts[a], hosts[b], latency, bandwidth))
+      throw core::UserError(p.xml_file + ": no route from " + hosts[a]->get_name() + " (rank " + std::to_string(a) +
+                            ") to " + hosts[b]->get_name() + " (rank " + std::to_string(b) + "), which exchange messages");
+  }
+  return hosts;
+}
+
 }  // namespace
 
+Platform inspect_xml_platform(const std::string& file) {
+  const std::string summary = run_in_child("reading " + file, [&] {
+    int argc = 2;
+    char name[] = "quintnet", log[] = "--log=root.thres:critical";
+    char* argv[] = {name, log, nullptr};
+    sg4::Engine engine(&argc, argv);
+    load_xml(engine, file);
+    const auto hosts = hosts_in_rank_order(engine);
+    if (hosts.empty()) throw core::UserError(file + ": the platform has no hosts");
+    Platform p;
+    const auto* root = engine.get_netzone_root();
+    double fastest = 0;
+    for (const auto* h : hosts) fastest = std::max(fastest, h->get_speed());
+    const int count = static_cast<int>(hosts.size());
+    const int per_node = static_cast<int>(zone_number(root, "gpus_per_node", count, file));
+    if (count % per_node != 0)
+      throw core::UserError(file + ": " + std::to_string(count) + " hosts are not whole nodes of gpus_per_node = " +
+                            std::to_string(per_node));
+    p.gpus_per_node = per_node;
+    p.nodes = count / per_node;
+    p.nics_per_node = 1;
+    p.peak_flops = zone_number(root, "peak_flops", fastest, file);
+    p.efficiency = std::min(1.0, fastest / p.peak_flops);
+    p.memory_bytes = zone_number(root, "memory_bytes", 0, file);
+    if (count > 1) route_summary(hosts[0], hosts[1], p.intra_latency, p.intra_bandwidth);
+    if (p.nodes > 1) route_summary(hosts[0], hosts[per_node], p.inter_latency, p.nic_bandwidth);
+    return platform_to_json(p).dump();
+  });
+  Platform p = platform_from_json(nlohmann::json::parse(summary), file);
+  p.name = file;
+  p.xml_file = file;
+  return p;
+}
+
 std::vector<sg4::Host*> build_platform(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs) {
+  if (!p.xml_file.empty()) return build_from_xml(p, ranks, pairs);
   if (p.cores_per_node > 0) return build_shared_cores(p, ranks, pairs);
   auto* zone = sg4::create_full_zone("cluster");
   std::vector<sg4::Host*> hosts;

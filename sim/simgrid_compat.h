@@ -23,8 +23,18 @@ namespace quintnet::sim {
 // each runs at min(1, cores / ranks on the node) of a core's speed all the time (a
 // rank waiting in Gloo keeps polling its core), and they talk over one loopback
 // link (intra bandwidth and latency, not shared).
+// With an xml_file the engine loads that file instead; every pair must have a route.
 std::vector<simgrid::s4u::Host*> build_platform(const Platform& p, int ranks,
                                                 const std::vector<std::pair<int, int>>& pairs);
+
+// Reads a SimGrid platform XML file (in an engine of its own, which ends on return)
+// into a Platform that points at it and summarizes it: one GPU per host, rank r on the
+// r-th host in natural name order (gpu2 before gpu10); gpus_per_node, peak_flops and
+// memory_bytes from the root zone's <prop>s (defaults: all hosts in one node, the
+// fastest host's speed — host speeds are what ops achieve —, no memory check); the
+// intra-/inter-node latency and bandwidth from the routes rank 0 -> 1 and rank 0 -> the
+// first rank of node 1.  Throws core::UserError for a file SimGrid cannot parse.
+Platform inspect_xml_platform(const std::string& file);
 
 // Starts an actor named `name` on `host` running `body`.
 void start_actor(const std::string& name, simgrid::s4u::Host* host, std::function<void()> body);

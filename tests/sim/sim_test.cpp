@@ -72,6 +72,101 @@ TEST(Simulator, RingAllReduceTakesTwoNMinusOneHopsOfLatencyAndAShare) {
     }
 }
 
+// A SimGrid <cluster>: each host a private split-duplex link (bandwidth B, latency a/2)
+// (no backbone), so a route between two hosts has latency a and
+// bandwidth B, like the JSON platform's NVLink switch.
+std::string cluster_xml(const std::string& name, int hosts, const std::string& extra_props = "") {
+  return write_file(name, R"(<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="root" routing="Full">)" + extra_props + R"(
+    <cluster id="node" prefix="gpu" radical="0-)" + std::to_string(hosts - 1) + R"(" suffix="" speed="156Tf"
+             bw="100GBps" lat="2.5us" sharing_policy="SPLITDUPLEX"/>
+  </zone>
+</platform>
+)");
+}
+
+TEST(Simulator, XmlPlatformRingAllReduceFollowsTheClosedForm) {
+  const std::string platform = cluster_xml("ring_platform.xml", 16);
+  for (int n : {2, 8, 16})
+    for (double bytes : {1e3, 1e9}) {
+      const auto j = simulate("--allreduce " + std::to_string(bytes) + " --ranks " + std::to_string(n) +
+                              " --platform " + platform);
+      const double expected = 2.0 * (n - 1) * (5e-6 + bytes / (n * 1e11));
+      EXPECT_NEAR(j.value("allreduce_s", -1.0), expected, 1e-6 * expected) << "n " << n << " bytes " << bytes;
+    }
+}
+
+// The JSON platform's links and routes written out by hand as SimGrid XML: per GPU a
+// split-duplex link (up for sending, down for receiving), a route per ordered pair.
+std::string full_routed_xml(const std::string& name, int hosts) {
+  std::string xml = R"(<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1"><zone id="root" routing="Full">
+  <prop id="gpus_per_node" value=")" + std::to_string(hosts) + R"("/>
+  <prop id="peak_flops" value="312e12"/><prop id="memory_bytes" value="80e9"/>
+)";
+  // Written in reverse so the file order is not the rank order (gpu10 before gpu9).
+  for (int i = hosts - 1; i >= 0; --i)
+    xml += "  <host id=\"gpu" + std::to_string(i) + "\" speed=\"156Tf\"/><link id=\"l" + std::to_string(i) +
+           "\" bandwidth=\"100GBps\" latency=\"2.5us\" sharing_policy=\"SPLITDUPLEX\"/>\n";
+  for (int i = 0; i < hosts; ++i)
+    for (int j = 0; j < hosts; ++j)
+      if (i != j)
+        xml += "  <route src=\"gpu" + std::to_string(i) + "\" dst=\"gpu" + std::to_string(j) +
+               "\" symmetrical=\"NO\"><link_ctn id=\"l" + std::to_string(i) + "\" direction=\"UP\"/><link_ctn id=\"l" +
+               std::to_string(j) + "\" direction=\"DOWN\"/></route>\n";
+  return write_file(name, xml + "</zone></platform>\n");
+}
+
+TEST(Simulator, XmlPlatformSimulatesAPlanLikeTheSameJsonPlatform) {
+  // The same machine twice: as a JSON description (the simulator builds the SimGrid
+  // platform) and as a SimGrid XML file.
+  const std::string xml = full_routed_xml("dgx_like.xml", 16);
+  const std::string json = write_file("dgx_like.json", R"({"nodes": 1, "gpus_per_node": 16, "peak_flops": 312e12,
+      "efficiency": 0.5, "memory_bytes": 80e9, "intra_bandwidth": 1e11, "intra_latency": 5e-6})");
+  const std::string plan = write_file("xml_plan.yaml",
+                                      "batch_size: 16\ngrad_acc_steps: 4\nmesh_dim: [2, 2, 4]\n"
+                                      "mesh_name: ['dp', 'tp', 'pp']\nschedule: 1f1b\n");
+  const auto from_xml = simulate("--config " + plan + " --model gpt2-124m --platform " + xml);
+  const auto from_json = simulate("--config " + plan + " --model gpt2-124m --platform " + json);
+  ASSERT_GT(from_json.value("step_time_s", 0.0), 0.0);
+  EXPECT_NEAR(from_xml.value("step_time_s", -1.0), from_json.value("step_time_s", 0.0), 1e-12);
+  EXPECT_NEAR(from_xml.value("mfu", -1.0), from_json.value("mfu", 0.0), 1e-9);
+  EXPECT_NEAR(from_xml.value("bubble_fraction", -1.0), from_json.value("bubble_fraction", 0.0), 1e-9);
+}
+
+TEST(Simulator, BadXmlPlatformGetsOneLineAndExitTwo) {
+  const std::string malformed = write_file("malformed.xml", "<platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">");
+  // Ranks follow the natural order of the host names (gpu2, gpu9, gpu10), not the file's.
+  const std::string unrouted = write_file("unrouted.xml", R"(<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1"><zone id="z" routing="Full">
+  <host id="gpu10" speed="1Gf"/><host id="gpu9" speed="1Gf"/><host id="gpu2" speed="1Gf"/>
+  <link id="l" bandwidth="1GBps" latency="1us"/>
+  <route src="gpu2" dst="gpu9"><link_ctn id="l"/></route>
+</zone></platform>
+)");
+  const std::string bad_prop = cluster_xml("bad_prop.xml", 4, R"(<prop id="gpus_per_node" value="four"/>)");
+  const std::string uneven = cluster_xml("uneven.xml", 6, R"(<prop id="gpus_per_node" value="4"/>)");
+  const std::string four = cluster_xml("four.xml", 4);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--allreduce 1e6 --ranks 2 --platform " + malformed, "not a valid SimGrid platform"},
+      {"--allreduce 1e6 --ranks 3 --platform " + unrouted, "no route from gpu9 (rank 1) to gpu10 (rank 2)"},
+      {"--allreduce 1e6 --ranks 2 --platform " + bad_prop, "must be a positive number, got 'four'"},
+      {"--allreduce 1e6 --ranks 2 --platform " + uneven, "6 hosts are not whole nodes"},
+      {"--allreduce 1e6 --ranks 8 --platform " + four, "the platform has 4 GPUs"},
+      {"--allreduce 1e6 --ranks 2 --nodes 2 --platform " + four, "its hosts are fixed by the file"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_command(bin("quintnet-simulate") + " " + args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+  }
+}
+
 TEST(Simulator, BadInputGetsOneLineAndExitTwo) {
   const std::string broken = write_file("broken_platform.json", "{\"nodes\": 2, ");
   const std::string wrong = write_file("wrong_platform.json", "{\"nodes\": -3}");
