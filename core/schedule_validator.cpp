@@ -181,7 +181,8 @@ class Executor {
         if (it->second.received) fail(r, a, "this message is received twice");
         it->second.received = true;
         (grad ? st.grad_in : st.act_in).insert(key);
-        record(r, a, t, std::max(t, it->second.time + costs_.p2p));
+        record(r, a, t, costs_.p2p_rendezvous ? std::max(t, it->second.time) + costs_.p2p
+                                              : std::max(t, it->second.time + costs_.p2p));
         ++st.pc;
         return true;
       }

@@ -25,6 +25,10 @@ struct OpCosts {
   double backward_input = 1.0;   // tb: input-gradient part of the backward
   double backward_weight = 1.0;  // tw: weight-gradient part of the backward
   double p2p = 0.0;              // latency of one activation / gradient message
+  // When a message's latency starts: false (eager) from the send; true (rendezvous)
+  // from the later of send and receive — Gloo over TCP moves the data only after the
+  // receiver's request reached the sender, so a late receiver still waits p2p.
+  bool p2p_rendezvous = false;
   double grad_sync = 0.0;        // exposed DP all-reduce time per chunk
   double optimizer = 0.0;
   // Optional: the cost of one particular action of one rank (e.g. its measured time in

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <tuple>
@@ -69,20 +70,34 @@ OpCosts median_op_costs(const Trace& trace, int chunks_per_rank) {
     c.backward_input = typical("backward-input");
     c.backward_weight = typical("backward-weight");
   }
-  // Message latency: send posted -> receive complete, but only where the receiver was
-  // already waiting when the send was posted.  Otherwise the gap includes the
-  // receiver's own work before it got to the receive, and overstates the latency.
+  // Message latency.  Executor traces (Gloo, NCCL) move a message once both sides have
+  // posted it, so its latency runs from the later of send and receive to the receive's
+  // end, and every message measures it.  A simulated trace's messages are eager: only
+  // those whose receiver was already waiting show the latency (otherwise the gap
+  // includes the receiver's own work before it got to the receive).
+  c.p2p_rendezvous = trace.source == "exec";
   std::map<std::pair<int, long long>, double> recv_start;  // (rank, end in us) -> start
   for (const auto& e : trace.events)
     if (e.lane == Lane::P2P && e.kind == "recv") recv_start[{e.rank, std::llround(e.end_us())}] = e.ts_us;
   std::vector<double> all, waited;
   for (const auto& f : trace.flows) {
+    auto it = recv_start.find({f.to_rank, std::llround(f.to_ts_us)});
+    const double posted = it == recv_start.end() ? f.from_ts_us : std::max(f.from_ts_us, it->second);
+    if (c.p2p_rendezvous) {
+      all.push_back(std::max(0.0, f.to_ts_us - posted));
+      continue;
+    }
     const double gap = std::max(0.0, f.to_ts_us - f.from_ts_us);
     all.push_back(gap);
-    auto it = recv_start.find({f.to_rank, std::llround(f.to_ts_us)});
     if (it != recv_start.end() && it->second <= f.from_ts_us) waited.push_back(gap);
   }
-  c.p2p = median(waited.empty() ? all : waited);
+  // Rendezvous latencies: the mean, as the bubble adds them up; on an oversubscribed CPU
+  // they spread from 0.1 to 30 ms (whether the peers' threads get a core), and their
+  // median was 25-40% below the mean and predicted bubbles 0.08 too small (docs/EXECUTOR.md).
+  if (c.p2p_rendezvous)
+    c.p2p = all.empty() ? 0.0 : std::accumulate(all.begin(), all.end(), 0.0) / static_cast<double>(all.size());
+  else
+    c.p2p = median(waited.empty() ? all : waited);
   return c;
 }
 

@@ -15,10 +15,13 @@ namespace quintnet::core {
 double measured_bubble_fraction(const Trace& trace);
 
 // Median durations (µs) of the compute kinds, scaled to one rank's whole share of the
-// model (× chunks per rank), and the median p2p transfer time (receive end − matching
-// send start, over the flows whose receiver was already waiting when the send was
-// posted; over all flows when none was).  Medians, not means: on an oversubscribed
-// CPU a few ops are stretched by time-slicing.  Kinds absent from the trace cost 0.
+// model (× chunks per rank); medians, not means: on an oversubscribed CPU a few ops are
+// stretched by time-slicing.  Kinds absent from the trace cost 0.  The message latency:
+// for an executor trace (source "exec": Gloo and NCCL move a message once both sides
+// posted it) the mean over all messages of receive end − the later of send and
+// receive, with p2p_rendezvous set; for a simulated trace (eager messages) the median
+// of receive end − send over the messages whose receiver was already waiting (over all
+// when none was).
 OpCosts median_op_costs(const Trace& trace, int chunks_per_rank = 1);
 
 // The median (upper middle for an even count) of measured durations; 0 for none.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -55,7 +56,11 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
   c.backward_flops_per_s = median(backward_speed);
   c.fitted_ops = static_cast<int>(forward_speed.size() + backward_speed.size());
 
-  // Message latency per hop: p2p messages whose receiver was waiting, and TP ring hops.
+  // Message latency per hop.  Gloo moves a pipeline message once both sides posted it,
+  // so every message measures it: receive end - the later of send and receive.  And the
+  // TP ring all-reduces: 2(tp - 1) hops each.  The mean, not the median: on an
+  // oversubscribed CPU the latencies spread from 0.1 to 30 ms (whether the peers'
+  // threads get a core), and every one of them adds to the step.
   c.bandwidth = 2e9;
   std::vector<double> hops;
   std::map<std::pair<int, long long>, const core::TraceEvent*> recv_by_end;
@@ -63,8 +68,9 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
     if (e.lane == core::Lane::P2P && e.kind == "recv") recv_by_end[{e.rank, std::llround(e.end_us())}] = &e;
   for (const auto& f : trace.flows) {
     auto it = recv_by_end.find({f.to_rank, std::llround(f.to_ts_us)});
-    if (it == recv_by_end.end() || it->second->ts_us > f.from_ts_us) continue;
-    hops.push_back((f.to_ts_us - f.from_ts_us) * 1e-6 - it->second->bytes / c.bandwidth);
+    if (it == recv_by_end.end()) continue;
+    const double both_posted = std::max(f.from_ts_us, it->second->ts_us);
+    hops.push_back((f.to_ts_us - both_posted) * 1e-6 - it->second->bytes / c.bandwidth);
   }
   const int tp = plan.tp();
   if (tp > 1)
@@ -72,7 +78,7 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
       if (e.lane == core::Lane::TpCollective && e.bytes > 0)
         hops.push_back(e.dur_us * 1e-6 / (2.0 * (tp - 1)) - static_cast<double>(e.bytes) / (tp * c.bandwidth));
   c.fitted_messages = static_cast<int>(hops.size());
-  c.latency_s = std::max(0.0, median(hops));
+  c.latency_s = hops.empty() ? 0.0 : std::max(0.0, std::accumulate(hops.begin(), hops.end(), 0.0) / hops.size());
 
   std::vector<double> optimizer;
   for (const auto& e : trace.events)
@@ -123,6 +129,7 @@ Platform calibrated_platform(const Calibration& c, int ranks) {
   p.memory_bytes = 0;  // unknown: no memory check, none printed
   p.intra_bandwidth = c.bandwidth;
   p.intra_latency = c.latency_s;
+  p.p2p_rendezvous = true;  // Gloo
   (void)ranks;
   return p;
 }

@@ -68,13 +68,19 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
       throw core::UserError(origin + ": 'collective' must be \"ring\" or \"hierarchical\", got " + c.dump());
     p.hierarchical_collectives = c == "hierarchical";
   }
+  if (j.contains("p2p")) {
+    const auto& m = j.at("p2p");
+    if (!m.is_string() || (m != "eager" && m != "rendezvous"))
+      throw core::UserError(origin + ": 'p2p' must be \"eager\" or \"rendezvous\", got " + m.dump());
+    p.p2p_rendezvous = m == "rendezvous";
+  }
   p.nodes = static_cast<int>(nodes);
   p.gpus_per_node = static_cast<int>(gpus);
   p.nics_per_node = static_cast<int>(nics);
   p.cores_per_node = static_cast<int>(cores);
   static const std::vector<std::string> known = {"preset", "name", "nodes", "gpus_per_node", "nics_per_node",
                                                  "peak_flops", "efficiency", "memory_bytes", "intra_bandwidth",
-                                                 "intra_latency", "nic_bandwidth", "inter_latency", "oversubscription", "cores_per_node", "collective"};
+                                                 "intra_latency", "nic_bandwidth", "inter_latency", "oversubscription", "cores_per_node", "collective", "p2p"};
   for (const auto& [key, value] : j.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
       throw core::UserError(origin + ": unknown field '" + key + "'");
@@ -87,7 +93,8 @@ nlohmann::json platform_to_json(const Platform& p) {
           {"intra_bandwidth", p.intra_bandwidth}, {"intra_latency", p.intra_latency},
           {"nic_bandwidth", p.nic_bandwidth}, {"inter_latency", p.inter_latency},
           {"oversubscription", p.oversubscription}, {"cores_per_node", p.cores_per_node},
-          {"collective", p.hierarchical_collectives ? "hierarchical" : "ring"}};
+          {"collective", p.hierarchical_collectives ? "hierarchical" : "ring"},
+          {"p2p", p.p2p_rendezvous ? "rendezvous" : "eager"}};
 }
 
 Platform load_platform(const std::string& name_or_file, int nodes) {

@@ -30,6 +30,9 @@ struct Platform {
   // DP all-reduces over groups spanning nodes: one ring, or NCCL-style two levels
   // (reduce-scatter in the node, all-reduce across nodes, all-gather in the node).
   bool hierarchical_collectives = false;
+  // Pipeline messages move once both sides have posted them (Gloo over TCP: the
+  // receiver's request reaches the sender first), not as soon as they are sent.
+  bool p2p_rendezvous = false;
   // A SimGrid platform XML file: its hosts (rank r on the r-th host in natural name
   // order), links and routes replace the ones built from the fields above, which then
   // only summarize it (see simgrid_compat.h) for the planner's analytic pre-filter.

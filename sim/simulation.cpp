@@ -223,6 +223,11 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
       auto rank_of_stage = [&](int stage) {
         return mesh.rank({dp, tp, s.rank_of_stage(stage)});
       };
+      // Eager: the bytes move as soon as the send is posted.  Rendezvous: the message
+      // waits in its mailbox until the receiver asks for it.
+      auto p2p_mailbox = [&](const std::string& box, int receiver) {
+        return platform.p2p_rendezvous ? sg4::Mailbox::by_name(box) : eager_mailbox(box, receiver, *actors);
+      };
       // Op times are at a full core / GPU; a rank with a share of a core takes longer.
       const double speed = platform.gpu_flops();
       // The last backward of each chunk, where the chunk's gradients become final.
@@ -281,7 +286,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
             (*posted)[box] = t0;
             // Detached: the receiver's RECV waits for the bytes; the sender keeps no
             // handle (SimGrid scans an actor's pending activities linearly).
-            eager_mailbox(box, to, *actors)->put_init(&payload, static_cast<uint64_t>(plan.p2p_bytes))->detach();
+            p2p_mailbox(box, to)->put_init(&payload, static_cast<uint64_t>(plan.p2p_bytes))->detach();
             recorder->add(r, core::Lane::P2P, "send", core::action_name(a.kind) + std::string(" ") + std::to_string(a.mb),
                           t0, t0, a.mb, a.chunk, plan.p2p_bytes, to);
             break;
@@ -292,7 +297,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
             const int from = rank_of_stage(stage + (grad ? 1 : -1));
             const double t0 = sg4::Engine::get_clock();
             const std::string box = message_box(r, grad, a.mb, stage);
-            eager_mailbox(box, r, *actors)->get<char>();
+            p2p_mailbox(box, r)->get<char>();
             const double t1 = sg4::Engine::get_clock();
             // Waiting for the sender to get there is a bubble; waiting for the bytes is communication.
             result.exposed_comm_s[r] += t1 - std::max(t0, (*posted)[box]);

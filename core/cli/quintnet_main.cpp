@@ -25,6 +25,7 @@ struct Verb {
 const std::vector<Verb> kVerbs = {
     {"schedule", "draw and check a pipeline schedule; bubble fraction, memory"},
     {"check-config", "validate a plan (YAML/JSON) before running it"},
+    {"bubble", "a traced run's measured bubble beside what the schedule model predicts"},
     {"launch", "start N local ranks with the torchrun environment"},
     {"train", "train a model on the plan's mesh (LibTorch)"},
     {"checkpoint", "export or reshard checkpoints"},
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   const std::string verb = argv[1];
   if (verb == "schedule") return quintnet::core::cli::schedule_command(argc - 1, argv + 1);
   if (verb == "check-config") return quintnet::core::cli::check_config_command(argc - 1, argv + 1);
+  if (verb == "bubble") return quintnet::core::cli::bubble_command(argc - 1, argv + 1);
 
   const std::string path = self_dir() + "/quintnet-" + verb;
   if (executable(path)) {

@@ -14,7 +14,7 @@
 #include "exec/models/gpt2.h"
 #include "exec/models/vit.h"
 #include "core/schedule_generators.h"
-#include "core/trace_analysis.h"
+#include "core/bubble_report.h"
 #include "exec/trace/trace_recorder.h"
 #include "exec/train/lr_schedule.h"
 #include "exec/train/progress.h"
@@ -312,13 +312,12 @@ TrainResult Trainer::run() {
       // What core's schedule statistics predict from the op costs this run measured.
       const core::Schedule s = core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), m,
                                                    static_cast<int>(pm->chunks.size()));
-      core::OpCosts costs = core::median_op_costs(t, s.chunks);
-      const double predicted = core::simulate_schedule(s, costs).bubble_fraction;
+      const core::BubbleReport bubble = core::bubble_report(t, s);
       std::printf("trace: %s (%zu events, steps %ld-%ld); bubble fraction measured %.4f, predicted from median op "
                   "costs %.4f, replayed with each op's measured time %.4f\n",
                   options_.trace_path.c_str(), t.events.size(), trace_first + 1,
-                  std::min(total_steps, trace_first + options_.trace_steps), core::measured_bubble_fraction(t),
-                  predicted, core::replayed_bubble_fraction(t, s));
+                  std::min(total_steps, trace_first + options_.trace_steps), bubble.measured, bubble.predicted,
+                  bubble.replayed);
     }
   }
   if (is_logger_)

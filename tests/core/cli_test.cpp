@@ -49,6 +49,29 @@ TEST(Cli, ScheduleTraceIsReadable) {
   EXPECT_FALSE(t.flows.empty());
 }
 
+TEST(Cli, BubbleOfAScheduleTraceIsTheScheduleModelsOwn) {
+  // A schedule's trace is its model's timeline: measured, predicted and replayed agree.
+  const std::string path = testing::TempDir() + "/bubble_schedule_trace.json";
+  ASSERT_EQ(run("schedule --schedule 1f1b --pp 4 --microbatches 8 --trace " + path).code, 0);
+  CommandResult r = run("bubble " + path + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j.at("measured").get<double>(), 3.0 / 11.0, 1e-9);
+  EXPECT_NEAR(j.at("predicted").get<double>(), 3.0 / 11.0, 1e-9);
+  EXPECT_NEAR(j.at("replayed").get<double>(), 3.0 / 11.0, 1e-9);
+}
+
+TEST(Cli, BubbleRefusesATraceWithoutAPlan) {
+  const std::string path = testing::TempDir() + "/bubble_no_plan.json";
+  std::ofstream(path) << R"({"traceEvents": [], "otherData": {"source": "exec"}})";
+  for (const std::string& args : {"bubble " + path, "bubble " + path + ".missing", std::string("bubble")}) {
+    CommandResult r = run(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+  }
+  EXPECT_NE(run("bubble " + path).err.find("carries no plan"), std::string::npos);
+}
+
 TEST(Cli, BadArgumentsExit2WithOneLine) {
   for (const char* args : {"schedule --pp 0", "schedule --schedule 3f3b", "schedule --bogus",
                            "schedule --costs 1,x", "schedule --schedule 1f1b --chunks 2", "frobnicate"}) {

@@ -151,3 +151,41 @@ TEST(TraceAnalysis, ReplayOfAScheduleTraceReproducesItsBubble) {
   uniform.per_action = nullptr;
   EXPECT_LT(simulate_schedule(s, uniform).bubble_fraction, stats.bubble_fraction - 0.01);
 }
+
+// Executor traces (Gloo, NCCL) move a message once both sides posted it: a late
+// receiver still waits the latency.  A schedule simulated that way and written as an
+// executor trace gives back its latency (every message measures it) and its bubble.
+TEST(TraceAnalysis, RendezvousLatencyIsRecoveredFromAnExecutorTrace) {
+  const Schedule s = make_1f1b(4, 8);
+  OpCosts costs;
+  costs.forward = 1.0;
+  costs.backward_input = 2.0;
+  costs.backward_weight = 0.0;
+  costs.p2p = 0.4;
+  costs.p2p_rendezvous = true;
+  const ScheduleStats stats = simulate_schedule(s, costs);
+  Trace t = schedule_to_trace(s, stats, costs);
+  t.source = "exec";
+  const OpCosts measured = median_op_costs(t, s.chunks);
+  EXPECT_TRUE(measured.p2p_rendezvous);
+  EXPECT_NEAR(measured.p2p, 0.4 * 1000.0, 1e-6);  // cost units -> the trace's 1000 us per unit
+  EXPECT_NEAR(measured.forward, 1000.0, 1e-6);
+  EXPECT_NEAR(simulate_schedule(s, measured).bubble_fraction, stats.bubble_fraction, 1e-9);
+}
+
+TEST(TraceAnalysis, RendezvousDelaysALateReceiverByTheLatency) {
+  // AFAB, pp 2, 2 microbatches, tf = tb = 1, latency L.  Eager: rank 1 gets microbatch
+  // 0 at 1 + L, and from then on each message is there by the time its receiver asks
+  // or its receiver idles for it: step = 6 + 2L.  Rendezvous:
+  // two receivers come late — rank 1 reaches RECV_ACT 1 at 2 + L (sent at 2) and rank
+  // 0 reaches RECV_GRAD 1 after its B0 — and each waits L more: step = 6 + 4L.
+  const Schedule s = make_afab(2, 2);
+  OpCosts costs;
+  costs.forward = costs.backward_input = 1.0;
+  costs.backward_weight = 0.0;
+  costs.p2p = 0.3;
+  const double eager = simulate_schedule(s, costs).step_time;
+  costs.p2p_rendezvous = true;
+  EXPECT_NEAR(eager, 6.0 + 2 * 0.3, 1e-12);
+  EXPECT_NEAR(simulate_schedule(s, costs).step_time, 6.0 + 4 * 0.3, 1e-12);
+}

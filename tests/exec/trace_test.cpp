@@ -2,7 +2,10 @@
 // each send paired with its receive.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "core/trace.h"
 #include "core/trace_analysis.h"
@@ -42,4 +45,13 @@ TEST(Trace, PipelineRunWritesOneMergedTraceWithFlows) {
   EXPECT_LT(bubble, 1.0);
   EXPECT_EQ(t.ranks[3].dp, 1);
   EXPECT_EQ(t.ranks[3].pp, 1);
+  // `quintnet bubble` reads the schedule from the trace's plan and reports the figures
+  // the trainer printed at the end of the run.
+  const auto report = run_command(bin("quintnet") + " bubble " + path + " --json");
+  ASSERT_EQ(report.code, 0) << report.err;
+  const auto figures = nlohmann::json::parse(report.out);
+  char measured[128];
+  std::snprintf(measured, sizeof measured, "measured %.4f, predicted from median op costs %.4f",
+                figures.at("measured").get<double>(), figures.at("predicted").get<double>());
+  EXPECT_NE(r.out.find(measured), std::string::npos) << measured << "\n" << r.out;
 }

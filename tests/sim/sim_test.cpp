@@ -58,6 +58,31 @@ TEST(Simulator, BubbleEqualsCoresStatisticForEverySchedule) {
   }
 }
 
+TEST(Simulator, MessageLatencyEagerOrRendezvousMatchesCoresStatistic) {
+  // Messages of 1 byte over a link of latency L (and no bandwidth limit to speak of):
+  // each takes L, from the send (eager) or from the later of send and receive
+  // (rendezvous, what Gloo does), as core's schedule statistics model them.
+  const double latency = 0.3;
+  for (const char* mode : {"eager", "rendezvous"})
+    for (const char* schedule : {"afab", "1f1b", "zb-h1"}) {
+      const core::ScheduleKind kind = core::parse_schedule_kind(schedule);
+      const std::string platform =
+          write_file(std::string("latency_") + mode + ".json",
+                     std::string(R"({"preset": "ideal", "intra_latency": 0.3, "p2p": ")") + mode + "\"}");
+      core::OpCosts costs;
+      costs.forward = 1;
+      costs.backward_input = 1.5;
+      costs.backward_weight = kind == core::ScheduleKind::ZbH1 ? 0.5 : 0.0;
+      costs.p2p = latency;
+      costs.p2p_rendezvous = std::string(mode) == "rendezvous";
+      const auto stats = core::simulate_schedule(core::make_schedule(kind, 4, 8), costs);
+      const auto j = simulate("--uniform 1,1.5," + std::string(kind == core::ScheduleKind::ZbH1 ? "0.5" : "0") +
+                              " --schedule " + schedule + " --pp 4 --microbatches 8 --p2p-bytes 1 --platform " + platform);
+      EXPECT_NEAR(j.value("step_time_s", -1.0), stats.step_time, 1e-6 * stats.step_time) << mode << " " << schedule;
+      EXPECT_NEAR(j.value("bubble_fraction", -1.0), stats.bubble_fraction, 1e-6) << mode << " " << schedule;
+    }
+}
+
 TEST(Simulator, RingAllReduceTakesTwoNMinusOneHopsOfLatencyAndAShare) {
   // One node of 16 GPUs: B = 100 GB/s per direction, a = 5 us between two GPUs.
   const std::string platform = write_file("ring_platform.json",
