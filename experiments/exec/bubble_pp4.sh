@@ -12,19 +12,10 @@ bin="${QN_BUILD_DIR:-$root/build}/bin"
 runs="${1:-3}"
 out="${2:-$root/runs/bubble_pp4}"
 mkdir -p "$out"
-cat >"$out/pp4_1f1b.yaml" <<YAML
-batch_size: ${QN_BATCH:-32}
-grad_acc_steps: 8
-learning_rate: 1e-4
-img_size: 28
-patch_size: 4
-hidden_dim: 64
-n_heads: 4
-depth: 8
-mesh_dim: [1, 1, 4]
-mesh_name: ['dp', 'tp', 'pp']
-schedule: 1f1b
-YAML
+# The original ViT config (experiments/configs/vit_3d.yaml) on a pp 4 mesh, 8 microbatches.
+sed -e "s/^mesh_dim: .*/mesh_dim: [1, 1, 4]/" -e "s/^grad_acc_steps: .*/grad_acc_steps: 8/" \
+    -e "s/^batch_size: .*/batch_size: ${QN_BATCH:-32}/" -e "s/^strategy_name: .*/strategy_name: 'pp'/" \
+    "$root/experiments/configs/vit_3d.yaml" >"$out/pp4_1f1b.yaml"
 echo "| run | measured | predicted (median op costs) | replayed (each op's time) |"
 echo "|---|---|---|---|"
 errors=""
