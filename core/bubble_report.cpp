@@ -19,7 +19,7 @@ Schedule trace_schedule(const Trace& trace, const std::string& source) {
   if (!trace.plan.is_object() || trace.plan.empty())
     throw UserError(source + ": the trace carries no plan (otherData.plan)");
   Schedule schedule;
-  if (trace.source == "schedule") {  // quintnet schedule --trace: the schedule's own keys
+  if (trace.plan.contains("microbatches")) {  // quintnet schedule / simulate --uniform: the schedule's keys
     const auto& j = trace.plan;
     schedule = make_schedule(parse_schedule_kind(j.value("schedule", "")), j.value("pp", 0), j.value("microbatches", 0),
                              j.value("chunks", 1));

@@ -16,7 +16,7 @@ struct BubbleReport {
 BubbleReport bubble_report(const Trace& trace, const Schedule& schedule);
 
 // The schedule the trace's plan ran (otherData.plan: a training plan, or the schedule
-// keys of a `quintnet schedule --trace` file); throws UserError naming `source` when
+// keys of a `quintnet schedule` or `simulate --uniform` trace); throws UserError naming `source` when
 // the trace carries no plan or one that does not fit its ranks.
 Schedule trace_schedule(const Trace& trace, const std::string& source);
 

@@ -72,10 +72,12 @@ OpCosts median_op_costs(const Trace& trace, int chunks_per_rank) {
   }
   // Message latency.  Executor traces (Gloo, NCCL) move a message once both sides have
   // posted it, so its latency runs from the later of send and receive to the receive's
-  // end, and every message measures it.  A simulated trace's messages are eager: only
-  // those whose receiver was already waiting show the latency (otherwise the gap
-  // includes the receiver's own work before it got to the receive).
-  c.p2p_rendezvous = trace.source == "exec";
+  // end, and every message measures it; so do simulated traces of a rendezvous platform.
+  // Other simulated traces' messages are eager: only those whose receiver was already
+  // waiting show the latency (otherwise the gap includes the receiver's own work before
+  // it got to the receive).
+  c.p2p_rendezvous = trace.source == "exec" ||
+                     (trace.platform.is_object() && trace.platform.value("p2p", "") == "rendezvous");
   std::map<std::pair<int, long long>, double> recv_start;  // (rank, end in us) -> start
   for (const auto& e : trace.events)
     if (e.lane == Lane::P2P && e.kind == "recv") recv_start[{e.rank, std::llround(e.end_us())}] = e.ts_us;

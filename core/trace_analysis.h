@@ -18,8 +18,9 @@ double measured_bubble_fraction(const Trace& trace);
 // model (× chunks per rank); medians, not means: on an oversubscribed CPU a few ops are
 // stretched by time-slicing.  Kinds absent from the trace cost 0.  The message latency:
 // for an executor trace (source "exec": Gloo and NCCL move a message once both sides
-// posted it) the mean over all messages of receive end − the later of send and
-// receive, with p2p_rendezvous set; for a simulated trace (eager messages) the median
+// posted it) or a simulated one of a rendezvous platform (otherData.platform.p2p) the
+// mean over all messages of receive end − the later of send and receive, with
+// p2p_rendezvous set; for a simulated trace of eager messages the median
 // of receive end − send over the messages whose receiver was already waiting (over all
 // when none was).
 OpCosts median_op_costs(const Trace& trace, int chunks_per_rank = 1);

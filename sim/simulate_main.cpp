@@ -83,6 +83,7 @@ int simulate(int argc, char** argv) {
 
   sim::SimPlan plan;
   std::string what;
+  nlohmann::json plan_json;  // into the trace, so `quintnet bubble` can read its schedule
   if (args.value("uniform")) {
     const auto c = args.get_doubles("uniform", 2, 3);
     const core::ScheduleKind kind = core::parse_schedule_kind(args.get("schedule", "1f1b"));
@@ -90,11 +91,13 @@ int simulate(int argc, char** argv) {
     const int v = args.get_int("chunks", kind == core::ScheduleKind::Interleaved ? 2 : 1, 1, 64);
     if (pp > platform.gpus()) throw core::UserError("--pp " + std::to_string(pp) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
     plan = sim::uniform_sim_plan(kind, pp, m, v, c[0], c[1], c.size() > 2 ? c[2] : 0.0, number(args, "p2p-bytes", 0));
+    plan_json = {{"schedule", core::schedule_kind_name(kind)}, {"pp", pp}, {"microbatches", m}, {"chunks", v}};
     what = "uniform ops";
   } else {
     const auto config = args.value("config");
     if (!config) throw UsageError("--config PLAN is required (or --uniform / --allreduce)");
     const core::LoadedPlan loaded = core::load_plan(*config);
+    plan_json = loaded.plan.to_json();
     if (calibration) platform = sim::calibrated_platform(*calibration, loaded.plan.world_size());
     plan = sim::make_sim_plan(loaded.plan, platform, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24),
                               calibration ? &*calibration : nullptr);
@@ -119,6 +122,7 @@ int simulate(int argc, char** argv) {
   if (!args.get("trace", "").empty()) {
     core::Trace t = r.trace;
     t.platform = sim::platform_to_json(platform);
+    t.plan = plan_json;
     t.summary = {{"step_time_us", step * 1e6}, {"bubble_fraction", r.bubble_fraction}};
     core::write_trace(t, args.get("trace", ""));
   }

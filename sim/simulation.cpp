@@ -140,6 +140,11 @@ std::string message_box(int to_rank, bool grad, int mb, int stage) {
 
 struct Recorder {
   core::Trace trace;
+  // An arrow from a message's send to the end of its receive, as executor traces have.
+  void flow(int from_rank, double sent, int to_rank, double received) {
+    trace.flows.push_back({trace.flows.size() + 1, from_rank, core::Lane::P2P, sent * 1e6, to_rank, core::Lane::P2P,
+                           received * 1e6});
+  }
   void add(int rank, core::Lane lane, const std::string& kind, const std::string& name, double t0, double t1,
            int mb = -1, int chunk = -1, double bytes = 0, int peer = -1) {
     core::TraceEvent e;
@@ -301,6 +306,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
             const double t1 = sg4::Engine::get_clock();
             // Waiting for the sender to get there is a bubble; waiting for the bytes is communication.
             result.exposed_comm_s[r] += t1 - std::max(t0, (*posted)[box]);
+            recorder->flow(from, (*posted)[box], r, t1);
             recorder->add(r, core::Lane::P2P, "recv", core::action_name(a.kind) + std::string(" ") + std::to_string(a.mb),
                           t0, t1, a.mb, a.chunk, plan.p2p_bytes, from);
             break;

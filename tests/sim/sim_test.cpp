@@ -83,6 +83,26 @@ TEST(Simulator, MessageLatencyEagerOrRendezvousMatchesCoresStatistic) {
     }
 }
 
+TEST(Simulator, SimulatedTraceCarriesItsPlanAndMessagesForTheBubbleAnalysis) {
+  // `quintnet bubble` on a simulated trace: the schedule from the trace's plan, the
+  // latency from its send -> receive arrows (eager or rendezvous, as the platform says),
+  // and so the schedule model's prediction equals what the simulation measured.
+  for (const char* mode : {"eager", "rendezvous"}) {
+    const std::string platform = write_file(std::string("arrows_") + mode + ".json",
+                                            std::string(R"({"preset": "ideal", "intra_latency": 0.3, "p2p": ")") +
+                                                mode + "\"}");
+    const std::string trace = ::testing::TempDir() + "/sim_arrows_" + mode + ".json";
+    simulate("--uniform 1,2 --pp 4 --microbatches 8 --p2p-bytes 1 --platform " + platform + " --trace " + trace);
+    const core::Trace t = core::read_trace(trace);
+    EXPECT_EQ(t.flows.size(), 2u * 3 * 8) << mode;  // activations and gradients over 3 stage boundaries
+    const auto r = run_command(bin("quintnet") + " bubble " + trace + " --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_GT(j.at("measured").get<double>(), 3.0 / 11.0 + 0.05) << mode;  // the latency shows
+    EXPECT_NEAR(j.at("predicted").get<double>(), j.at("measured").get<double>(), 1e-6) << mode;
+  }
+}
+
 TEST(Simulator, RingAllReduceTakesTwoNMinusOneHopsOfLatencyAndAShare) {
   // One node of 16 GPUs: B = 100 GB/s per direction, a = 5 us between two GPUs.
   const std::string platform = write_file("ring_platform.json",
