@@ -26,7 +26,7 @@ using core::cli::UsageError;
 const std::vector<OptionSpec> kOptions = {
     {"model", "NAME", "gpt2-124m ... gpt3-175b [gpt3-175b]"},
     {"gpus", "N", "GPUs to use [1024]"},
-    {"platform", "NAME|FILE", "dgx-a100, dgx-h100, h200 a JSON description, or a SimGrid platform .xml [dgx-a100]"},
+    {"platform", "NAME|FILE", "dgx-a100, dgx-h100, h200, a JSON description or a SimGrid platform .xml [dgx-a100]"},
     {"nodes", "N", "nodes of the platform [enough for --gpus]"},
     {"global-batch", "N", "samples per optimizer step [1536]"},
     {"seq", "N", "sequence length [2048]"},

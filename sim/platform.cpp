@@ -99,9 +99,11 @@ nlohmann::json platform_to_json(const Platform& p) {
 
 Platform load_platform(const std::string& name_or_file, int nodes) {
   Platform p;
-  if (std::filesystem::exists(name_or_file) && std::filesystem::path(name_or_file).extension() == ".xml") {
+  if (!std::filesystem::exists(name_or_file)) {
+    p = preset(name_or_file);
+  } else if (std::filesystem::path(name_or_file).extension() == ".xml") {
     p = inspect_xml_platform(name_or_file);
-  } else if (std::filesystem::exists(name_or_file)) {
+  } else {
     std::ifstream in(name_or_file);
     nlohmann::json j;
     try {
@@ -111,8 +113,6 @@ Platform load_platform(const std::string& name_or_file, int nodes) {
     }
     if (!j.is_object()) throw core::UserError(name_or_file + ": a platform description is a JSON object");
     p = platform_from_json(j, name_or_file);
-  } else {
-    p = preset(name_or_file);
   }
   if (nodes > 0 && !p.xml_file.empty())
     throw core::UserError("--nodes: " + name_or_file + " is a SimGrid XML platform, its hosts are fixed by the file");

@@ -4,7 +4,6 @@
 #include <cctype>
 #include <map>
 #include <set>
-#include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
 
 #include "core/error.h"

@@ -24,7 +24,7 @@ using core::cli::UsageError;
 
 const std::vector<OptionSpec> kOptions = {
     {"config", "PLAN", "the plan to simulate (YAML/JSON; the executor's plans load unchanged)"},
-    {"platform", "NAME|FILE", "dgx-a100, dgx-h100, h200, cpu-local, ideal, a JSON description, or a SimGrid platform .xml [dgx-a100]"},
+    {"platform", "NAME|FILE", "dgx-a100, dgx-h100, h200, cpu-local, ideal, a JSON description or a SimGrid platform .xml [dgx-a100]"},
     {"nodes", "N", "override the platform's node count"},
     {"model", "NAME", "simulate this model instead of the plan's (gpt2-124m ... gpt3-175b)"},
     {"seq", "N", "sequence length for GPT models [the model's]"},

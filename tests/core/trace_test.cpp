@@ -38,6 +38,16 @@ Trace sample_trace() {
   return t;
 }
 
+// Uniform op costs: forward, backward input, backward weight, message latency.
+OpCosts op_costs(double tf, double tb, double tw, double p2p) {
+  OpCosts c;
+  c.forward = tf;
+  c.backward_input = tb;
+  c.backward_weight = tw;
+  c.p2p = p2p;
+  return c;
+}
+
 std::string read_error(const std::string& text) {
   const std::string path = temp_path("bad_trace.json");
   write_file(path, text);
@@ -135,11 +145,7 @@ TEST(Trace, ScheduleTraceHasOneFlowPerMessageAndTheComputeOps) {
 // and the replay of its per-op times, equal the simulation's bubble fraction.
 TEST(TraceAnalysis, ReplayOfAScheduleTraceReproducesItsBubble) {
   const Schedule s = make_1f1b(4, 8);
-  OpCosts costs;
-  costs.forward = 1.0;
-  costs.backward_input = 2.0;
-  costs.backward_weight = 0.0;
-  costs.p2p = 0.25;
+  OpCosts costs = op_costs(1.0, 2.0, 0.0, 0.25);
   // Rank 2's microbatch 3 is slow: a per-action cost, not expressible per kind.
   costs.per_action = [](int rank, const Action& a) { return rank == 2 && a.mb == 3 ? 5.0 : -1.0; };
   const ScheduleStats stats = simulate_schedule(s, costs);
@@ -157,11 +163,7 @@ TEST(TraceAnalysis, ReplayOfAScheduleTraceReproducesItsBubble) {
 // executor trace gives back its latency (every message measures it) and its bubble.
 TEST(TraceAnalysis, RendezvousLatencyIsRecoveredFromAnExecutorTrace) {
   const Schedule s = make_1f1b(4, 8);
-  OpCosts costs;
-  costs.forward = 1.0;
-  costs.backward_input = 2.0;
-  costs.backward_weight = 0.0;
-  costs.p2p = 0.4;
+  OpCosts costs = op_costs(1.0, 2.0, 0.0, 0.4);
   costs.p2p_rendezvous = true;
   const ScheduleStats stats = simulate_schedule(s, costs);
   Trace t = schedule_to_trace(s, stats, costs);
@@ -180,10 +182,7 @@ TEST(TraceAnalysis, RendezvousDelaysALateReceiverByTheLatency) {
   // two receivers come late — rank 1 reaches RECV_ACT 1 at 2 + L (sent at 2) and rank
   // 0 reaches RECV_GRAD 1 after its B0 — and each waits L more: step = 6 + 4L.
   const Schedule s = make_afab(2, 2);
-  OpCosts costs;
-  costs.forward = costs.backward_input = 1.0;
-  costs.backward_weight = 0.0;
-  costs.p2p = 0.3;
+  OpCosts costs = op_costs(1.0, 1.0, 0.0, 0.3);
   const double eager = simulate_schedule(s, costs).step_time;
   costs.p2p_rendezvous = true;
   EXPECT_NEAR(eager, 6.0 + 2 * 0.3, 1e-12);
