@@ -20,7 +20,7 @@ const std::vector<std::string>& top_level_keys() {
       "output_dir",
       // QuintNet C++ keys
       "model", "num_classes", "dropout", "weight_decay", "seed", "virtual_stages", "bucket_size_mb",
-      "tokenizer_path"};
+      "tokenizer_path", "precision"};
   return keys;
 }
 
@@ -91,6 +91,7 @@ LoadedPlan read_plan(ConfigReader& r, std::optional<int> world_size) {
   m.dropout = r.get_double("dropout", m.dropout, 0.0, 0.99);
 
   p.device_type = r.get_string("device_type", p.device_type);
+  p.precision = r.get_string("precision", p.precision);
   p.mesh_dim = r.get_int_list("mesh_dim", p.mesh_dim);
   p.mesh_name = r.get_string_list("mesh_name", p.mesh_name);
   p.strategy_name = r.get_string("strategy_name", "");
@@ -161,7 +162,7 @@ nlohmann::json Plan::to_json() const {
       {"learning_rate", learning_rate}, {"grad_acc_steps", grad_acc_steps}, {"max_grad_norm", max_grad_norm},
       {"patience", patience}, {"weight_decay", weight_decay}, {"warmup_steps", warmup_steps}, {"seed", seed},
       {"max_samples", max_samples}, {"max_val_samples", max_val_samples}, {"model", model.kind},
-      {"device_type", device_type}, {"mesh_dim", mesh_dim}, {"mesh_name", mesh_name},
+      {"device_type", device_type}, {"precision", precision}, {"mesh_dim", mesh_dim}, {"mesh_name", mesh_name},
       {"strategy_name", strategy()}, {"schedule", schedule}, {"virtual_stages", virtual_stages},
       {"bucket_size_mb", bucket_size_mb}, {"max_seq_length", max_seq_length},
       {"max_target_length", max_target_length}, {"log_interval", log_interval},

@@ -73,6 +73,9 @@ struct Plan {
 
   // Parallelism.
   std::string device_type = "cpu";  // cpu | cuda
+  // fp32, or bf16: forward passes under autocast (matrix products in bfloat16), weights,
+  // gradients and optimizer state in fp32 (exec/train/autocast.h).
+  std::string precision = "fp32";
   std::vector<int> mesh_dim = {1, 1, 1};
   std::vector<std::string> mesh_name = {"dp", "tp", "pp"};
   std::string strategy_name;  // dp, tp, pp, dp_tp, dp_pp, tp_pp, 3d; empty = from the mesh

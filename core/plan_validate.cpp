@@ -45,6 +45,8 @@ class Checker {
     check_batch();
     if (p_.device_type != "cpu" && p_.device_type != "cuda")
       fail("device_type", "unknown device '" + p_.device_type + "'; choose cpu or cuda");
+    if (p_.precision != "fp32" && p_.precision != "bf16")
+      fail("precision", "unknown precision '" + p_.precision + "'; choose fp32 or bf16");
   }
 
  private:

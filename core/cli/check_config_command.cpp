@@ -49,7 +49,7 @@ int check_config_command(int argc, char** argv) {
               << "  batch      : global " << p.batch_size << " = micro " << p.micro_batch_size() << " x "
               << p.microbatches() << " microbatches x dp " << p.dp() << '\n'
               << "  training   : " << p.num_epochs << " epochs, lr " << p.learning_rate << ", max_grad_norm "
-              << p.max_grad_norm << ", seed " << p.seed << '\n';
+              << p.max_grad_norm << ", seed " << p.seed << ", " << p.precision << '\n';
     return 0;
   });
 }

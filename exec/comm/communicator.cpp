@@ -87,7 +87,18 @@ c10::intrusive_ptr<c10d::Work> Communicator::all_reduce_sum_async(Group& g, torc
   }
 }
 
+bool Communicator::gloo_lacks_dtype(const torch::Tensor& t) const {
+  // Gloo (LibTorch 1.13) has no bfloat16 arithmetic ("Invalid scalar type"); NCCL has.
+  return device_type_ != "cuda" && t.scalar_type() == torch::kBFloat16;
+}
+
 void Communicator::all_reduce_sum(Group& g, torch::Tensor& t) {
+  if (gloo_lacks_dtype(t)) {  // mixed precision on CPU: reduce an fp32 copy
+    torch::Tensor wide = t.to(torch::kFloat32);
+    all_reduce_sum(g, wide);
+    t.copy_(wide);
+    return;
+  }
   auto work = all_reduce_sum_async(g, t);
   if (work) wait(*work, "all-reduce on the " + g.name + " group");
 }
@@ -125,6 +136,7 @@ void Communicator::broadcast(Group& g, torch::Tensor& t, int root_index) {
 
 torch::Tensor Communicator::all_gather(Group& g, const torch::Tensor& t, int64_t dim) {
   if (!g.backend) return t;
+  if (gloo_lacks_dtype(t)) return all_gather(g, t.to(torch::kFloat32), dim).to(t.scalar_type());
   std::vector<at::Tensor> input{t.contiguous()};
   std::vector<std::vector<at::Tensor>> output(1);
   for (int i = 0; i < g.size(); ++i) output[0].push_back(torch::empty_like(input[0]));

@@ -77,6 +77,7 @@ class Communicator {
  private:
   void connect_store();  // rendezvous; a single process needs none
   Group build_group(const std::string& name, const std::vector<int>& ranks);
+  bool gloo_lacks_dtype(const torch::Tensor& t) const;  // bfloat16 on Gloo: collectives run on an fp32 copy
 
   RankEnv env_;
   core::Mesh mesh_;

@@ -7,7 +7,7 @@
 namespace quintnet::exec {
 
 AttentionImpl::AttentionImpl(int64_t dim, int64_t heads, const TpContext& tp)
-    : local_heads_(heads / tp.size()), head_dim_(dim / heads) {
+    : tp_(tp), local_heads_(heads / tp.size()), head_dim_(dim / heads) {
   q_ = register_module("q", ColumnParallelLinear(dim, dim, tp));
   k_ = register_module("k", ColumnParallelLinear(dim, dim, tp));
   v_ = register_module("v", ColumnParallelLinear(dim, dim, tp));
@@ -18,7 +18,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t b = x.size(0), t = x.size(1);
   // [B, T, local_heads * head_dim] -> [B, local_heads, T, head_dim]
   auto split = [&](const torch::Tensor& y) { return y.view({b, t, local_heads_, head_dim_}).transpose(1, 2); };
-  torch::Tensor q = split(q_(x)), k = split(k_(x)), v = split(v_(x));
+  // q, k and v read one copy of x: its gradient is all-reduced once, not three times.
+  const torch::Tensor shared = copy_to_tp(x, tp_);
+  torch::Tensor q = split(q_->forward_copied(shared)), k = split(k_->forward_copied(shared)),
+                v = split(v_->forward_copied(shared));
   torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
   torch::Tensor ctx = torch::matmul(torch::softmax(scores, -1), v);
   return out_(ctx.transpose(1, 2).reshape({b, t, local_heads_ * head_dim_}));

@@ -26,6 +26,7 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
+  TpContext tp_;
   int64_t local_heads_, head_dim_;
   ColumnParallelLinear q_{nullptr}, k_{nullptr}, v_{nullptr};
   RowParallelLinear out_{nullptr};

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/schedule_trace.h"
 #include "exec/trace/trace_recorder.h"
+#include "exec/train/autocast.h"
 
 namespace quintnet::exec {
 
@@ -10,9 +11,9 @@ using core::Action;
 using core::ActionKind;
 
 PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens,
-                               int64_t hidden)
+                               int64_t hidden, bool bf16)
     : schedule_(std::move(schedule)), model_(model), comm_(comm), pp_(comm.axis("pp")), pp_rank_(pp_.rank),
-      tokens_(tokens), hidden_(hidden) {
+      tokens_(tokens), hidden_(hidden), bf16_(bf16) {
   if (schedule_.pp != pp_.size() || schedule_.chunks != static_cast<int>(model_.chunks.size()))
     throw core::UserError("schedule " + schedule_.name + " is for pp " + std::to_string(schedule_.pp) + " with " +
                           std::to_string(schedule_.chunks) + " chunks, the model has pp " + std::to_string(pp_.size()) +
@@ -38,7 +39,10 @@ void PipelineRunner::forward(int mb, int c, const std::vector<torch::Tensor>& in
     // pp = 1 with several chunks: the previous stage is local.
     slot.input = slots_[{mb, c - 1}].output.detach().requires_grad_(true);
   }
-  torch::Tensor out = model_.chunks[c].model->forward(slot.input);
+  AutocastScope autocast(bf16_, slot.input.device());
+  // fp32 out of the stage: a no-op without autocast; with it, the p2p buffers and the
+  // loss's softmax stay fp32.
+  torch::Tensor out = model_.chunks[c].model->forward(slot.input).to(torch::kFloat32);
   if (model_.is_last(c)) {
     const StageLoss l = model_.chunks[c].model->loss(out, labels[mb]);
     slot.output = l.loss / schedule_.microbatches;
@@ -211,7 +215,10 @@ StepStats PipelineRunner::evaluate(const torch::Tensor& input, const torch::Tens
       x = torch::empty({input.size(0), tokens_, hidden_}, input.options().dtype(torch::kFloat32));
       comm_.recv(pp_, x, schedule_.rank_of_stage(stage - 1), tag(false, 0, stage));
     }
-    x = model_.chunks[c].model->forward(x);
+    {
+      AutocastScope autocast(bf16_, x.device());
+      x = model_.chunks[c].model->forward(x).to(torch::kFloat32);
+    }
     if (model_.is_last(static_cast<int>(c))) {
       const StageLoss l = model_.chunks[c].model->loss(x, labels);
       stats[0] += l.loss * l.count;

@@ -26,7 +26,10 @@ struct StepStats {
 class PipelineRunner {
  public:
   // tokens, hidden: the activation shape between stages is [micro-batch, tokens, hidden].
-  PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens, int64_t hidden);
+  // bf16: forward passes under autocast (exec/train/autocast.h); what crosses a stage
+  // boundary and what the loss reads stay fp32.
+  PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens, int64_t hidden,
+                 bool bf16 = false);
 
   // One optimizer step's forward and backward passes (everything up to OPTIMIZER_STEP).
   // inputs/labels: one tensor per microbatch (the first stage reads the inputs, the
@@ -55,6 +58,7 @@ class PipelineRunner {
   Group& pp_;
   int pp_rank_;
   int64_t tokens_, hidden_;
+  bool bf16_;
   std::vector<size_t> last_grad_action_;  // per chunk: index of the action that completes its gradients
   std::map<Key, Slot> slots_;
   std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, torch::Tensor>> pending_sends_;

@@ -28,7 +28,10 @@ namespace quintnet::exec {
 class ColumnParallelLinearImpl : public torch::nn::Module {
  public:
   ColumnParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp, bool gather_output = false);
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x);  // x: the full input, the same on every tp rank
+  // x already went through copy_to_tp: layers that read one input (ViT's q, k and v)
+  // share one copy, so its gradient is all-reduced once in the backward pass.
+  torch::Tensor forward_copied(const torch::Tensor& x);
 
   // Slices rows [r·out/tp, (r+1)·out/tp) of the serial weight [out, in] and bias [out].
   void load_full(const torch::Tensor& weight, const torch::Tensor& bias);

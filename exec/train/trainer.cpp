@@ -126,7 +126,7 @@ TrainResult Trainer::run() {
                              : (p.model.img_size / p.model.patch_size) * (p.model.img_size / p.model.patch_size) + 1;
   PipelineRunner runner(core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), m,
                                             static_cast<int>(pm->chunks.size())),
-                        *pm, comm_, tokens, p.model.hidden());
+                        *pm, comm_, tokens, p.model.hidden(), p.precision == "bf16");
   Group& dp = comm_.axis("dp");
   // Tracing: clocks start together after a barrier; steps [first, first + n) are recorded.
   std::unique_ptr<TraceRecorder> tracer;
@@ -152,9 +152,9 @@ TrainResult Trainer::run() {
     if (!metrics) throw core::UserError("--metrics: cannot write " + options_.metrics_path);
   }
   if (is_logger_)
-    std::printf("training %s on %s (%s, %s): %s, %ld steps/epoch, global batch %d = micro %d x %d "
+    std::printf("training %s (%s) on %s (%s, %s): %s, %ld steps/epoch, global batch %d = micro %d x %d "
                 "microbatches x dp %d\n",
-                p.model.kind.c_str(), p.mesh().shape_string().c_str(), p.strategy().c_str(),
+                p.model.kind.c_str(), p.precision.c_str(), p.mesh().shape_string().c_str(), p.strategy().c_str(),
                 core::schedule_kind_name(p.schedule_kind()), data->describe().c_str(), per_epoch, p.batch_size,
                 p.micro_batch_size(), m, p.dp());
   if (is_logger_ && p.pp() * p.virtual_stages > 1) {

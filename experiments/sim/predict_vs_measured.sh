@@ -2,7 +2,8 @@
 # Prediction against reality on this machine: run seven executor configurations of the
 # original ViT (global batch 32, 14 steps, steps 2-11 traced), calibrate the simulator
 # from ONE of them (the 2x2x2 run), predict the step time of all seven, and print
-# predicted vs measured with the mean absolute percentage error over the six others.
+# predicted vs measured with the mean absolute percentage error over the six others;
+# then the same error calibrating from each run in turn.
 #   bash experiments/sim/predict_vs_measured.sh [OUT_DIR]      (~5 min on 2 cores)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -47,15 +48,20 @@ done
 
 "$bin/quintnet" calibrate --trace "$out/$calibrate_from.trace.json" -o "$out/calib.json" >&2
 
+# predict NAME CALIBRATION -> "measured predicted" step times in seconds
+predict() {
+  local json
+  json=$("$bin/quintnet" simulate --config "$out/$1.yaml" --calibration "$2" --measured "$out/$1.trace.json" --json)
+  echo "$(sed -n 's/.*"measured_step_time_s": \([0-9.e+-]*\).*/\1/p' <<<"$json") \
+$(sed -n 's/.*"step_time_s": \([0-9.e+-]*\).*/\1/p' <<<"$json" | tail -n 1)"
+}
+
 echo "| config | measured step (ms) | predicted (ms) | error |"
 echo "|---|---|---|---|"
 sum=0; count=0
 for c in "${configs[@]}"; do
   read -r name _ <<<"$c"
-  json=$("$bin/quintnet" simulate --config "$out/$name.yaml" --calibration "$out/calib.json" \
-           --measured "$out/$name.trace.json" --json)
-  measured=$(sed -n 's/.*"measured_step_time_s": \([0-9.e+-]*\).*/\1/p' <<<"$json")
-  predicted=$(sed -n 's/.*"step_time_s": \([0-9.e+-]*\).*/\1/p' <<<"$json" | tail -n 1)
+  read -r measured predicted <<<"$(predict "$name" "$out/calib.json")"
   row=$(awk -v m="$measured" -v p="$predicted" 'BEGIN { e = 100 * (p - m) / m; printf "%.1f | %.1f | %+.1f%%", 1000 * m, 1000 * p, e }')
   note=""
   if [ "$name" = "$calibrate_from" ]; then note=" (calibration run)"; else
@@ -65,3 +71,22 @@ for c in "${configs[@]}"; do
   echo "| $name$note | $row |"
 done
 awk -v s="$sum" -v n="$count" 'BEGIN { printf "\nmean absolute percentage error over the %d other configurations: %.1f%%\n", n, s / n }'
+
+echo
+echo "calibrating from each run in turn (error predicting every run; MAPE over the six others):"
+names=()
+for c in "${configs[@]}"; do read -r name _ <<<"$c"; names+=("$name"); done
+header="| calibrated from |"; rule="|---|"
+for name in "${names[@]}"; do header="$header $name |"; rule="$rule---|"; done
+echo "$header MAPE |"; echo "$rule---|"
+for from in "${names[@]}"; do
+  "$bin/quintnet" calibrate --trace "$out/$from.trace.json" -o "$out/calib_$from.json" >/dev/null 2>&1
+  row="| $from |"; sum=0
+  for name in "${names[@]}"; do
+    read -r measured predicted <<<"$(predict "$name" "$out/calib_$from.json")"
+    e=$(awk -v m="$measured" -v p="$predicted" 'BEGIN { printf "%+.1f", 100 * (p - m) / m }')
+    row="$row $e% |"
+    [ "$name" = "$from" ] || sum=$(awk -v s="$sum" -v e="$e" 'BEGIN { if (e < 0) e = -e; print s + e }')
+  done
+  echo "$row $(awk -v s="$sum" -v n=$((${#names[@]} - 1)) 'BEGIN { printf "%.1f%%", s / n }') |"
+done

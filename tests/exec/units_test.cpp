@@ -151,3 +151,26 @@ TEST(FlatParameters, BackwardAccumulatesIntoTheFlatGradientBuffer) {
   EXPECT_GT(per_param, 0.0);
   EXPECT_NEAR(flat.grads().abs().sum().item<double>(), per_param, 1e-3 * per_param);
 }
+
+#include "exec/train/autocast.h"
+
+// precision: bf16 on CPU: inside the scope a linear layer computes in bfloat16, the
+// weight's gradient (backward outside the scope) comes back fp32, and leaving the scope
+// (or a disabled one) restores fp32 arithmetic.
+TEST(AutocastScope, ComputesInBfloat16InsideAndFp32Outside) {
+  torch::nn::Linear layer(8, 4);
+  const torch::Tensor x = torch::randn({3, 8});
+  torch::Tensor y;
+  {
+    AutocastScope scope(true, torch::kCPU);
+    y = layer(x);
+    EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+  }
+  y.to(torch::kFloat32).sum().backward();
+  EXPECT_EQ(layer->weight.grad().scalar_type(), torch::kFloat32);
+  EXPECT_EQ(layer(x).scalar_type(), torch::kFloat32);
+  {
+    AutocastScope off(false, torch::kCPU);
+    EXPECT_EQ(layer(x).scalar_type(), torch::kFloat32);
+  }
+}

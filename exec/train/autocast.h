@@ -1,0 +1,30 @@
+#pragma once
+// Mixed precision (plan key `precision: bf16`).  Forward passes run inside an
+// AutocastScope: LibTorch's autocast computes the matrix products in bfloat16 (on CPU
+// also LayerNorm, GELU and softmax), while the weights, their gradients, the DP buckets
+// and the optimizer state stay fp32.  Backward passes run outside the scope: autograd
+// replays the recorded casts, so weight gradients arrive in fp32.  bfloat16 keeps fp32's
+// exponent range, so no loss scaling is needed (fp16 would need it).
+//
+// The autocast switches are renamed across LibTorch versions (1.13: set_cpu_enabled;
+// 2.x: set_autocast_enabled(device_type)); they live in autocast.cpp only.
+#include <torch/torch.h>
+
+namespace quintnet::exec {
+
+class AutocastScope {
+ public:
+  // enabled false: does nothing (fp32 runs pay no cost).
+  AutocastScope(bool enabled, const torch::Device& device);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool enabled_;
+  bool cuda_;
+  bool was_enabled_ = false;
+  at::ScalarType previous_dtype_ = at::kFloat;
+};
+
+}  // namespace quintnet::exec
