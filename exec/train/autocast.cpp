@@ -1,22 +1,37 @@
 #include "exec/train/autocast.h"
 
 #include <ATen/autocast_mode.h>
+#include <torch/version.h>
 
 namespace quintnet::exec {
+namespace {
 
-AutocastScope::AutocastScope(bool enabled, const torch::Device& device) : enabled_(enabled), cuda_(device.is_cuda()) {
+// LibTorch 2.4 made the autocast switches take the device type and deprecated the
+// per-device names this machine's 1.13 has; the GPU check builds against a current wheel.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool enabled(bool cuda) { return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU); }
+void set_enabled(bool cuda, bool on) { at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, on); }
+at::ScalarType dtype(bool cuda) { return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU); }
+void set_dtype(bool cuda, at::ScalarType t) { at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, t); }
+#else
+bool enabled(bool cuda) { return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled(); }
+void set_enabled(bool cuda, bool on) { cuda ? at::autocast::set_enabled(on) : at::autocast::set_cpu_enabled(on); }
+at::ScalarType dtype(bool cuda) {
+  return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+void set_dtype(bool cuda, at::ScalarType t) {
+  cuda ? at::autocast::set_autocast_gpu_dtype(t) : at::autocast::set_autocast_cpu_dtype(t);
+}
+#endif
+
+}  // namespace
+
+AutocastScope::AutocastScope(bool on, const torch::Device& device) : enabled_(on), cuda_(device.is_cuda()) {
   if (!enabled_) return;
-  if (cuda_) {
-    was_enabled_ = at::autocast::is_enabled();
-    previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-    at::autocast::set_enabled(true);
-  } else {
-    was_enabled_ = at::autocast::is_cpu_enabled();
-    previous_dtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(true);
-  }
+  was_enabled_ = enabled(cuda_);
+  previous_dtype_ = dtype(cuda_);
+  set_dtype(cuda_, at::kBFloat16);
+  set_enabled(cuda_, true);
   at::autocast::increment_nesting();
 }
 
@@ -25,13 +40,8 @@ AutocastScope::~AutocastScope() {
   // Leaving the outermost scope frees the bfloat16 copies of the weights autocast cached
   // for this forward pass.
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  if (cuda_) {
-    at::autocast::set_enabled(was_enabled_);
-    at::autocast::set_autocast_gpu_dtype(previous_dtype_);
-  } else {
-    at::autocast::set_cpu_enabled(was_enabled_);
-    at::autocast::set_autocast_cpu_dtype(previous_dtype_);
-  }
+  set_enabled(cuda_, was_enabled_);
+  set_dtype(cuda_, previous_dtype_);
 }
 
 }  // namespace quintnet::exec

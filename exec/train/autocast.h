@@ -14,8 +14,8 @@ namespace quintnet::exec {
 
 class AutocastScope {
  public:
-  // enabled false: does nothing (fp32 runs pay no cost).
-  AutocastScope(bool enabled, const torch::Device& device);
+  // on false: does nothing (fp32 runs pay no cost).
+  AutocastScope(bool on, const torch::Device& device);
   ~AutocastScope();
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;
