@@ -29,6 +29,13 @@ int PipelineRunner::tag(bool grad, int mb, int to_stage) const {
   return ((grad ? 1 : 0) * schedule_.num_stages() + to_stage) * schedule_.microbatches + mb;
 }
 
+torch::Tensor PipelineRunner::stage_forward(int c, const torch::Tensor& input) {
+  AutocastScope autocast(bf16_, input.device());
+  // fp32 out of the stage: a no-op without autocast; with it, the p2p buffers and the
+  // loss (computed outside the scope) stay fp32.
+  return model_.chunks[c].model->forward(input).to(torch::kFloat32);
+}
+
 void PipelineRunner::forward(int mb, int c, const std::vector<torch::Tensor>& inputs,
                              const std::vector<torch::Tensor>& labels, torch::Tensor& stats) {
   Slot& slot = slots_[{mb, c}];
@@ -39,10 +46,7 @@ void PipelineRunner::forward(int mb, int c, const std::vector<torch::Tensor>& in
     // pp = 1 with several chunks: the previous stage is local.
     slot.input = slots_[{mb, c - 1}].output.detach().requires_grad_(true);
   }
-  AutocastScope autocast(bf16_, slot.input.device());
-  // fp32 out of the stage: a no-op without autocast; with it, the p2p buffers and the
-  // loss's softmax stay fp32.
-  torch::Tensor out = model_.chunks[c].model->forward(slot.input).to(torch::kFloat32);
+  torch::Tensor out = stage_forward(c, slot.input);
   if (model_.is_last(c)) {
     const StageLoss l = model_.chunks[c].model->loss(out, labels[mb]);
     slot.output = l.loss / schedule_.microbatches;
@@ -215,10 +219,7 @@ StepStats PipelineRunner::evaluate(const torch::Tensor& input, const torch::Tens
       x = torch::empty({input.size(0), tokens_, hidden_}, input.options().dtype(torch::kFloat32));
       comm_.recv(pp_, x, schedule_.rank_of_stage(stage - 1), tag(false, 0, stage));
     }
-    {
-      AutocastScope autocast(bf16_, x.device());
-      x = model_.chunks[c].model->forward(x).to(torch::kFloat32);
-    }
+    x = stage_forward(static_cast<int>(c), x);
     if (model_.is_last(static_cast<int>(c))) {
       const StageLoss l = model_.chunks[c].model->loss(x, labels);
       stats[0] += l.loss * l.count;

@@ -45,6 +45,7 @@ class PipelineRunner {
   };
   using Key = std::pair<int, int>;  // (mb, chunk)
 
+  torch::Tensor stage_forward(int c, const torch::Tensor& input);  // chunk c's model, under autocast with bf16
   void forward(int mb, int c, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels,
                torch::Tensor& stats);
   void backward(const core::Action& a, size_t index);

@@ -46,7 +46,12 @@ YAML
   fi
 done
 
-"$bin/quintnet" calibrate --trace "$out/$calibrate_from.trace.json" -o "$out/calib.json" >&2
+names=()
+for c in "${configs[@]}"; do read -r name _ <<<"$c"; names+=("$name"); done
+# One calibration per run: the headline table uses the 2x2x2 one, the matrix all of them.
+for name in "${names[@]}"; do
+  "$bin/quintnet" calibrate --trace "$out/$name.trace.json" -o "$out/calib_$name.json" >/dev/null
+done
 
 # predict NAME CALIBRATION -> "measured predicted" step times in seconds
 predict() {
@@ -61,7 +66,7 @@ echo "|---|---|---|---|"
 sum=0; count=0
 for c in "${configs[@]}"; do
   read -r name _ <<<"$c"
-  read -r measured predicted <<<"$(predict "$name" "$out/calib.json")"
+  read -r measured predicted <<<"$(predict "$name" "$out/calib_$calibrate_from.json")"
   row=$(awk -v m="$measured" -v p="$predicted" 'BEGIN { e = 100 * (p - m) / m; printf "%.1f | %.1f | %+.1f%%", 1000 * m, 1000 * p, e }')
   note=""
   if [ "$name" = "$calibrate_from" ]; then note=" (calibration run)"; else
@@ -74,13 +79,10 @@ awk -v s="$sum" -v n="$count" 'BEGIN { printf "\nmean absolute percentage error 
 
 echo
 echo "calibrating from each run in turn (error predicting every run; MAPE over the six others):"
-names=()
-for c in "${configs[@]}"; do read -r name _ <<<"$c"; names+=("$name"); done
 header="| calibrated from |"; rule="|---|"
 for name in "${names[@]}"; do header="$header $name |"; rule="$rule---|"; done
 echo "$header MAPE |"; echo "$rule---|"
 for from in "${names[@]}"; do
-  "$bin/quintnet" calibrate --trace "$out/$from.trace.json" -o "$out/calib_$from.json" >/dev/null 2>&1
   row="| $from |"; sum=0
   for name in "${names[@]}"; do
     read -r measured predicted <<<"$(predict "$name" "$out/calib_$from.json")"
