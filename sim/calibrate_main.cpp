@@ -37,8 +37,18 @@ int calibrate(int argc, char** argv) {
   core::write_file_atomically(*output, sim::calibration_to_json(c).dump(1) + "\n");
   std::printf("calibrated from %s (%d ops, %d messages, %d cores):\n", trace->c_str(), c.fitted_ops,
               c.fitted_messages, c.cores);
-  std::printf("  compute   forward %.3g GFLOP/s, backward %.3g GFLOP/s per core\n", c.forward_flops_per_s / 1e9,
-              c.backward_flops_per_s / 1e9);
+  for (const auto& [tp, k] : c.op_costs)
+    std::printf("  ops at tp %d  forward %.3g GFLOP/s + %.3g us per layer, backward %.3g GFLOP/s + %.3g us per layer "
+                "(one core)\n",
+                tp, k.forward_flops_per_s / 1e9, k.forward_overhead_s * 1e6, k.backward_flops_per_s / 1e9,
+                k.backward_overhead_s * 1e6);
+  if (c.probe_ranks == 0)
+    std::printf("  (no op-shape probe in the trace — micro-batch 1, or an older trace: the costs are the training "
+                "ops' FLOP rate, no per-layer part)\n");
+  else
+    std::printf("  training ops took %.2fx those costs (%s)\n", c.slowdown,
+                c.oversubscribed ? "more ranks than cores; plans with a core per rank get 1x"
+                                 : "a core per rank; plans with more ranks than cores get 1x, not known from this run");
   std::printf("  messages  latency %.3g us, bandwidth %.3g GB/s per hop\n", c.latency_s * 1e6, c.bandwidth / 1e9);
   std::printf("  optimizer %.3g ns per parameter\nwrote %s\n", c.optimizer_s_per_parameter * 1e9, output->c_str());
   return 0;

@@ -25,7 +25,8 @@ struct Platform {
   double inter_latency = 5e-6;  // seconds, node to node
   double oversubscription = 1.0;  // fat-tree: bisection = nodes x NICs x bandwidth / this
   // > 0: the node's ranks are processes sharing this many CPU cores, e.g. 8 ranks on
-  // a 2-core machine: each gets min(1, cores / ranks) of a core (see simgrid_compat.h).
+  // a 2-core machine: n ops running at once each get min(1, cores / n) of a core
+  // (see simgrid_compat.h).
   int cores_per_node = 0;
   // DP all-reduces over groups spanning nodes: one ring, or NCCL-style two levels
   // (reduce-scatter in the node, all-reduce across nodes, all-gather in the node).
@@ -33,6 +34,10 @@ struct Platform {
   // Pipeline messages move once both sides have posted them (Gloo over TCP: the
   // receiver's request reaches the sender first), not as soon as they are sent.
   bool p2p_rendezvous = false;
+  // Calibrated machines: each message hop's latency is drawn from these measured ones
+  // (equally likely) instead of intra_latency, and the routes have none (see
+  // sim/calibration.h).  Empty: every hop takes intra_latency.
+  std::vector<double> measured_latencies;
   // A SimGrid platform XML file: its hosts (rank r on the r-th host in natural name
   // order), links and routes replace the ones built from the fields above, which then
   // only summarize it (see simgrid_compat.h) for the planner's analytic pre-filter.

@@ -33,23 +33,35 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
   const double bytes = plan.device_type == "cpu" ? 4.0 : 2.0;  // fp32 on CPU, 16-bit on GPUs
   const core::ScheduleStats shape = core::simulate_schedule(s.schedule);
   const std::vector<core::LayerRange> ranges = core::balanced_stages(dims, stages);
+  s.step_end_collectives = true;
   for (int r = 0; r < pp; ++r) {
-    double fwd = 0, params = 0, activations = 0;
+    double fwd = 0, params = 0, activations = 0, layers = 0;
     for (int c = 0; c < chunks; ++c) {
       const int stage = c * pp + r;
       const core::StageCost cost = core::stage_cost(dims, ranges[stage].first, ranges[stage].end, b, s.tp, bytes);
       fwd += cost.forward_flops;
+      layers += stage_layer_count(dims, ranges[stage]);
       params += cost.parameters;
       activations = std::max(activations, cost.activation_bytes);
       s.p2p_bytes = cost.boundary_bytes;
       s.tp_allreduce_bytes = cost.tp_allreduce_bytes;
       s.tp_allreduces_per_op = cost.tp_allreduces_forward;  // per F (and per B) of one chunk
     }
-    const double forward_speed = calibration ? calibration->forward_flops_per_s : platform.gpu_flops();
-    const double backward_speed = calibration ? calibration->backward_flops_per_s : platform.gpu_flops();
-    s.forward_s.push_back(fwd / forward_speed);
-    s.backward_input_s.push_back(fwd / backward_speed);  // dX and dW each cost one forward's FLOPs
-    s.backward_weight_s.push_back(fwd / backward_speed);
+    if (calibration) {
+      // The calibrated machine's op costs at this tp: a fixed part per layer and a part
+      // per FLOP, times what sharing its CPU costs (sim/calibration.h).
+      const OpCosts& k = calibration->costs_for_tp(s.tp);
+      const double slowdown = calibration->slowdown_for(world);
+      s.forward_s.push_back(slowdown * (layers * k.forward_overhead_s + fwd / k.forward_flops_per_s));
+      // dX and dW each cost one forward's FLOPs and half the backward's fixed part.
+      const double half_backward = slowdown * (layers * k.backward_overhead_s / 2 + fwd / k.backward_flops_per_s);
+      s.backward_input_s.push_back(half_backward);
+      s.backward_weight_s.push_back(half_backward);
+    } else {
+      s.forward_s.push_back(fwd / platform.gpu_flops());
+      s.backward_input_s.push_back(fwd / platform.gpu_flops());  // dX and dW each cost one forward's FLOPs
+      s.backward_weight_s.push_back(fwd / platform.gpu_flops());
+    }
     if (calibration) s.optimizer_s = std::max(s.optimizer_s, calibration->optimizer_s_per_parameter * params);
     s.dp_grad_bytes.push_back(params * bytes);
     // Weights + gradients in 16 bits, fp32 master copy and two Adam moments: 16 bytes per

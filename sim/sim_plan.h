@@ -21,6 +21,10 @@ struct SimPlan {
   // costs 1/chunks of it), per pipeline rank; B costs backward_input + backward_weight.
   std::vector<double> forward_s, backward_input_s, backward_weight_s;
   double optimizer_s = 0;
+  // The executor's collectives between the last backward and the optimizer (statistics
+  // broadcast over pp, gradient-norm all-reduces over tp and pp); plans from a
+  // core::Plan have them, uniform (closed-form) plans do not.
+  bool step_end_collectives = false;
   double p2p_bytes = 0;              // one activation (or gradient) message
   double tp_allreduce_bytes = 0;     // one TP all-reduce; tp_allreduces_per_op of them per F and per B
   int tp_allreduces_per_op = 0;

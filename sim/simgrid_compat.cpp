@@ -15,21 +15,25 @@ namespace quintnet::sim {
 
 namespace {
 
-std::vector<sg4::Host*> build_shared_cores(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs) {
+PlatformHosts build_shared_cores(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs) {
   auto* zone = sg4::create_full_zone("cpus");
   const int nodes = (ranks + p.gpus_per_node - 1) / p.gpus_per_node;
   std::vector<sg4::Link*> loopbacks;
-  for (int n = 0; n < nodes; ++n)
+  std::vector<sg4::Host*> cpus;
+  for (int n = 0; n < nodes; ++n) {
+    // With measured latencies the simulation draws each hop's latency itself.
     loopbacks.push_back(zone->create_link("node" + std::to_string(n) + "-loopback", p.intra_bandwidth)
-                            ->set_latency(p.intra_latency)
+                            ->set_latency(p.measured_latencies.empty() ? p.intra_latency : 0.0)
                             ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
                             ->seal());
-  std::vector<sg4::Host*> hosts;
+    cpus.push_back(zone->create_host("node" + std::to_string(n) + "-cpu", p.gpu_flops())
+                       ->set_core_count(p.cores_per_node)
+                       ->seal());
+  }
+  PlatformHosts hosts;
   for (int r = 0; r < ranks; ++r) {
-    const int node = r / p.gpus_per_node;
-    const int on_node = std::min(p.gpus_per_node, ranks - node * p.gpus_per_node);
-    const double share = std::min(1.0, static_cast<double>(p.cores_per_node) / on_node);
-    hosts.push_back(zone->create_host("rank" + std::to_string(r), p.gpu_flops() * share));
+    hosts.ranks.push_back(zone->create_host("rank" + std::to_string(r), p.gpu_flops()));
+    hosts.compute.push_back(cpus[r / p.gpus_per_node]);
   }
   for (const auto& [a, b] : pairs) {
     const int na = a / p.gpus_per_node, nb = b / p.gpus_per_node;
@@ -41,7 +45,7 @@ std::vector<sg4::Host*> build_shared_cores(const Platform& p, int ranks, const s
                              ->set_latency(p.inter_latency)
                              ->seal());
     }
-    zone->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr, route, false);
+    zone->add_route(hosts.ranks[a]->get_netpoint(), hosts.ranks[b]->get_netpoint(), nullptr, nullptr, route, false);
   }
   zone->seal();
   return hosts;
@@ -107,7 +111,7 @@ double zone_number(const sg4::NetZone* zone, const char* key, double fallback, c
   throw core::UserError(file + ": <prop id=\"" + key + "\"> must be a positive number, got '" + value + "'");
 }
 
-std::vector<sg4::Host*> build_from_xml(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs) {
+PlatformHosts build_from_xml(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs) {
   const auto& engine = *sg4::Engine::get_instance();
   load_xml(engine, p.xml_file);
   auto hosts = hosts_in_rank_order(engine);
@@ -121,7 +125,7 @@ std::vector<sg4::Host*> build_from_xml(const Platform& p, int ranks, const std::
       throw core::UserError(p.xml_file + ": no route from " + hosts[a]->get_name() + " (rank " + std::to_string(a) +
                             ") to " + hosts[b]->get_name() + " (rank " + std::to_string(b) + "), which exchange messages");
   }
-  return hosts;
+  return {hosts, hosts};
 }
 
 }  // namespace
@@ -160,7 +164,7 @@ Platform inspect_xml_platform(const std::string& file) {
   return p;
 }
 
-std::vector<sg4::Host*> build_platform(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs) {
+PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs) {
   if (!p.xml_file.empty()) return build_from_xml(p, ranks, pairs);
   if (p.cores_per_node > 0) return build_shared_cores(p, ranks, pairs);
   auto* zone = sg4::create_full_zone("cluster");
@@ -199,7 +203,12 @@ std::vector<sg4::Host*> build_platform(const Platform& p, int ranks, const std::
     zone->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr, route, false);
   }
   zone->seal();
-  return hosts;
+  return {hosts, hosts};
+}
+
+void execute_on(sg4::Host* host, double flops) {
+  if (host == sg4::this_actor::get_host()) sg4::this_actor::execute(flops);
+  else sg4::this_actor::exec_init(flops)->set_host(host)->wait();
 }
 
 void start_actor(const std::string& name, sg4::Host* host, std::function<void()> body) {

@@ -20,12 +20,18 @@ namespace quintnet::sim {
 // for leaving the node, and a shared core link (bisection / oversubscription).
 // Routes are added for `pairs` (src rank, dst rank) only: the messages a plan sends.
 // With cores_per_node > 0 the ranks of a node are processes sharing that many cores:
-// each runs at min(1, cores / ranks on the node) of a core's speed all the time (a
-// rank waiting in Gloo keeps polling its core), and they talk over one loopback
-// link (intra bandwidth and latency, not shared).
+// their ops run on one host per node with that many cores (an op uses at most one;
+// more ops than cores share them equally), and they talk over one loopback link
+// (intra bandwidth and latency, not shared).
 // With an xml_file the engine loads that file instead; every pair must have a route.
-std::vector<simgrid::s4u::Host*> build_platform(const Platform& p, int ranks,
-                                                const std::vector<std::pair<int, int>>& pairs);
+struct PlatformHosts {
+  std::vector<simgrid::s4u::Host*> ranks;    // where each rank's actors live and its messages start
+  std::vector<simgrid::s4u::Host*> compute;  // where each rank's ops execute
+};
+PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs);
+
+// Executes `flops` on `host` (the calling actor's own or its node's shared CPU) and waits.
+void execute_on(simgrid::s4u::Host* host, double flops);
 
 // Reads a SimGrid platform XML file (in an engine of its own, which ends on return)
 // into a Platform that points at it and summarizes it: one GPU per host, rank r on the

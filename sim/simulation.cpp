@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <simgrid/s4u.hpp>
 
@@ -32,6 +33,36 @@ sg4::Mailbox* eager_mailbox(const std::string& name, int receiver, const std::ve
   return box;
 }
 
+// Message latencies drawn from a calibration's measured ones (equally likely), with a
+// fixed seed: on a real machine the hops' latencies spread (0.1 to 30 ms on 2 busy
+// cores), which keeps ranks from running in lockstep, so how their ops overlap on
+// shared cores — and the step — depends on the spread, not only on the mean.
+// A collective's members share its draw (it ends for all of them together once the
+// last one arrived, as the measured ones do).
+class LatencyDraws {
+ public:
+  explicit LatencyDraws(const std::vector<double>& measured) : measured_(measured), rng_(20261203) {}
+  double sum(int hops) {
+    std::uniform_int_distribution<size_t> pick(0, measured_.size() - 1);
+    double total = 0;
+    for (int k = 0; k < hops; ++k) total += measured_[pick(rng_)];
+    return total;
+  }
+  // The draw of collective `tag` (`members` ranks ask for it, the first one draws).
+  double shared(const std::string& tag, int members, int hops) {
+    auto [it, fresh] = shared_.try_emplace(tag, 0.0, members);
+    if (fresh) it->second.first = sum(hops);
+    const double value = it->second.first;
+    if (--it->second.second == 0) shared_.erase(it);
+    return value;
+  }
+
+ private:
+  std::vector<double> measured_;
+  std::mt19937_64 rng_;
+  std::map<std::string, std::pair<double, int>> shared_;  // tag -> (draw, members yet to ask)
+};
+
 // A ring all-reduce of `bytes`: 2(n-1) steps of bytes/n to the ring successor.  The
 // steps are folded into one transfer of 2(n-1)/n x bytes over the same route (the same
 // bytes on the same links) plus the 2(n-1) - 1 further route latencies, which keeps
@@ -39,9 +70,10 @@ sg4::Mailbox* eager_mailbox(const std::string& name, int receiver, const std::ve
 // member and collective, what lets a 1024-GPU step run in seconds.  `count` folds
 // that many back-to-back all-reduces of the same size (the 2 per layer of an op).
 // `steps` ring steps of `chunk` bytes each to the ring successor, folded into one
-// transfer plus the steps - 1 further route latencies.
+// transfer plus the steps - 1 further route latencies — or, with `draws` (the routes
+// then have no latency), a drawn latency for each step.
 void ring_phase(const RingGroup& g, const std::string& tag, int steps, double chunk,
-                const std::vector<sg4::ActorPtr>& actors, double latency) {
+                const std::vector<sg4::ActorPtr>& actors, double latency, LatencyDraws* draws = nullptr) {
   const int n = static_cast<int>(g.ranks.size());
   if (n <= 1 || steps <= 0) return;
   const int next = g.ranks[(g.index + 1) % n], me = g.ranks[g.index];
@@ -50,14 +82,16 @@ void ring_phase(const RingGroup& g, const std::string& tag, int steps, double ch
                           ->put_async(&token, static_cast<uint64_t>(steps * chunk));
   eager_mailbox(tag + std::to_string(me), me, actors)->get<char>();
   send->wait();
-  if (steps > 1 && latency > 0) sg4::this_actor::sleep_for((steps - 1) * latency);
+  if (draws) sg4::this_actor::sleep_for(draws->shared(tag, n, steps));
+  else if (steps > 1 && latency > 0) sg4::this_actor::sleep_for((steps - 1) * latency);
 }
 
-void ring_allreduce(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>& actors, double latency, int count = 1) {
+void ring_allreduce(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>& actors, double latency, int count = 1,
+                    LatencyDraws* draws = nullptr) {
   const int n = static_cast<int>(g.ranks.size());
   if (n <= 1 || count <= 0) return;
   const std::string tag = g.name + ":" + std::to_string(g.calls++) + ":";
-  ring_phase(g, tag, count * 2 * (n - 1), bytes / n, actors, latency);
+  ring_phase(g, tag, count * 2 * (n - 1), bytes / n, actors, latency, draws);
 }
 
 // The parts of a group that spans nodes with the same number of members on each:
@@ -106,9 +140,10 @@ void hierarchical_allreduce(RingGroup& g, double bytes, const std::vector<sg4::A
 }
 
 // A DP all-reduce the way the platform does them: one ring or two levels.
-void dp_allreduce(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>& actors, const Platform& p) {
+void dp_allreduce(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>& actors, const Platform& p,
+                  LatencyDraws* draws = nullptr) {
   if (p.hierarchical_collectives) hierarchical_allreduce(g, bytes, actors, p);
-  else ring_allreduce(g, bytes, actors, hop_latency(g, p));
+  else ring_allreduce(g, bytes, actors, hop_latency(g, p), 1, draws);
 }
 
 // The routes a DP group's member needs: to its ring successor, and for the two-level
@@ -186,7 +221,10 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
     }
   }
   sg4::Engine engine = make_engine();
-  const auto hosts = build_platform(platform, world, {pairs.begin(), pairs.end()});
+  const PlatformHosts hosts = build_platform(platform, world, {pairs.begin(), pairs.end()});
+  std::unique_ptr<LatencyDraws> owned_draws;
+  if (!platform.measured_latencies.empty()) owned_draws = std::make_unique<LatencyDraws>(platform.measured_latencies);
+  LatencyDraws* draws = owned_draws.get();
 
   auto recorder = std::make_shared<Recorder>();
   auto actors = std::make_shared<std::vector<sg4::ActorPtr>>(world);
@@ -198,7 +236,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
   auto streams = std::make_shared<std::vector<sg4::ActorPtr>>(world);
   if (plan.dp > 1)
     for (int r = 0; r < world; ++r)
-      start_actor("dp-stream" + std::to_string(r), hosts[r], [&, r, recorder, streams] {
+      start_actor("dp-stream" + std::to_string(r), hosts.ranks[r], [&, r, recorder, streams] {
         (*streams)[r] = sg4::Actor::self();
         const int pp = mesh.coord(r, "pp"), tp = mesh.coord(r, "tp"), dp = mesh.coord(r, "dp");
         RingGroup group{"dps" + std::to_string(pp) + "." + std::to_string(tp), {}, dp, 0};
@@ -209,7 +247,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
           const double* bytes = requests->get<double>();
           if (*bytes < 0) break;  // the step is over
           const double t0 = sg4::Engine::get_clock();
-          dp_allreduce(group, *bytes, *streams, platform);
+          dp_allreduce(group, *bytes, *streams, platform, draws);
           recorder->add(r, core::Lane::DpCollective, "allreduce", "dp bucket", t0, sg4::Engine::get_clock(), -1, -1,
                         *bytes);
           static char done;
@@ -217,14 +255,14 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
         }
       });
   for (int r = 0; r < world; ++r) {
-    start_actor("rank" + std::to_string(r), hosts[r], [&, r, recorder, actors, posted, streams] {
+    start_actor("rank" + std::to_string(r), hosts.ranks[r], [&, r, recorder, actors, posted, streams] {
       (*actors)[r] = sg4::Actor::self();
       sg4::this_actor::yield();  // every actor registers before the first message
       const int pp = mesh.coord(r, "pp"), tp = mesh.coord(r, "tp"), dp = mesh.coord(r, "dp");
       RingGroup tp_group{"tp" + std::to_string(pp) + "." + std::to_string(dp), {}, tp, 0};
       for (int t = 0; t < plan.tp; ++t) tp_group.ranks.push_back(mesh.rank({dp, t, pp}));
-      RingGroup dp_group{"dp" + std::to_string(pp) + "." + std::to_string(tp), {}, dp, 0};
-      for (int d = 0; d < plan.dp; ++d) dp_group.ranks.push_back(mesh.rank({d, tp, pp}));
+      RingGroup pp_group{"pp" + std::to_string(dp) + "." + std::to_string(tp), {}, pp, 0};
+      for (int p = 0; p < s.pp; ++p) pp_group.ranks.push_back(mesh.rank({dp, tp, p}));
       auto rank_of_stage = [&](int stage) {
         return mesh.rank({dp, tp, s.rank_of_stage(stage)});
       };
@@ -245,28 +283,41 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
       const int buckets = plan.dp > 1 ? std::max(1, static_cast<int>(std::ceil(plan.dp_grad_bytes[pp] / v / plan.bucket_bytes))) : 0;
       std::vector<std::unique_ptr<double>> requests;  // payloads outlive the messages
       sg4::Mailbox* to_stream = plan.dp > 1 ? sg4::Mailbox::by_name("dpq:" + std::to_string(r)) : nullptr;
+      // On a shared CPU an op's tensor-parallel all-reduces sit between its pieces (after
+      // each attention and MLP block), as in the executor: while a rank waits for one,
+      // the other ranks' ops get its core.  On GPUs the op computes, then all-reduces
+      // (the same time for the rank, far fewer simulated messages).
+      const bool interleave_tp = platform.cores_per_node > 0 && plan.tp > 1 && plan.tp_allreduces_per_op > 0;
+      auto tp_allreduces = [&](const core::Action& a, int count) {
+        const double c0 = sg4::Engine::get_clock();
+        ring_allreduce(tp_group, plan.tp_allreduce_bytes, *actors, hop_latency(tp_group, platform), count, draws);
+        const double c1 = sg4::Engine::get_clock();
+        result.exposed_comm_s[r] += c1 - c0;
+        recorder->add(r, core::Lane::TpCollective, "allreduce", "tp allreduce", c0, c1, a.mb, a.chunk,
+                      plan.tp_allreduce_bytes);
+        return c1 - c0;
+      };
       auto compute = [&](double seconds, const std::string& kind, const core::Action& a, bool releases_gradients = false) {
         const double t0 = sg4::Engine::get_clock();
-        const int parts = releases_gradients ? buckets : 1;
-        for (int k = 0; k < parts; ++k) {
-          if (seconds > 0) sg4::this_actor::execute(seconds / parts * speed);
-          if (releases_gradients) {
-            requests.push_back(std::make_unique<double>(plan.dp_grad_bytes[pp] / v / buckets));
-            to_stream->put_init(requests.back().get(), 0)->detach();
+        const int pieces = interleave_tp ? plan.tp_allreduces_per_op : 1;
+        const int parts = releases_gradients ? buckets : 1;  // gradient buckets leave during the last piece
+        double communicating = 0;
+        for (int k = 0; k < pieces; ++k) {
+          const bool last = k == pieces - 1;
+          for (int j = 0; j < (last ? parts : 1); ++j) {
+            if (seconds > 0) execute_on(hosts.compute[r], seconds / pieces / (last ? parts : 1) * speed);
+            if (last && releases_gradients) {
+              requests.push_back(std::make_unique<double>(plan.dp_grad_bytes[pp] / v / buckets));
+              to_stream->put_init(requests.back().get(), 0)->detach();
+            }
           }
+          if (interleave_tp) communicating += tp_allreduces(a, 1);
         }
         const double t1 = sg4::Engine::get_clock();
-        result.busy_s[r] += t1 - t0;
+        result.busy_s[r] += t1 - t0 - communicating;
         recorder->add(r, core::Lane::Compute, kind, core::action_name(a.kind) + std::to_string(a.mb), t0, t1, a.mb,
                       a.chunk);
-        if (plan.tp > 1 && plan.tp_allreduces_per_op > 0) {
-          const double c0 = sg4::Engine::get_clock();
-          ring_allreduce(tp_group, plan.tp_allreduce_bytes, *actors, hop_latency(tp_group, platform), plan.tp_allreduces_per_op);
-          const double c1 = sg4::Engine::get_clock();
-          result.exposed_comm_s[r] += c1 - c0;
-          recorder->add(r, core::Lane::TpCollective, "allreduce", "tp allreduce", c0, c1, a.mb, a.chunk,
-                        plan.tp_allreduce_bytes);
-        }
+        if (!interleave_tp && plan.tp > 1 && plan.tp_allreduces_per_op > 0) tp_allreduces(a, plan.tp_allreduces_per_op);
       };
       static char payload;
       for (size_t index = 0; index < s.ranks[pp].size(); ++index) {
@@ -303,6 +354,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
             const double t0 = sg4::Engine::get_clock();
             const std::string box = message_box(r, grad, a.mb, stage);
             p2p_mailbox(box, r)->get<char>();
+            if (draws) sg4::this_actor::sleep_for(draws->sum(1));
             const double t1 = sg4::Engine::get_clock();
             // Waiting for the sender to get there is a bubble; waiting for the bytes is communication.
             result.exposed_comm_s[r] += t1 - std::max(t0, (*posted)[box]);
@@ -322,8 +374,17 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
             break;
           }
           case core::ActionKind::OptimizerStep: {
+            // The executor's step end: the last stage's loss statistics go to every
+            // stage (a broadcast over the pipeline), then the gradient norm is summed
+            // over tp and over pp before the optimizer may clip; each waits for the
+            // group's slowest member.  Modelled as ring all-reduces of one number.
+            if (plan.step_end_collectives) ring_allreduce(pp_group, 8, *actors, hop_latency(pp_group, platform), 1, draws);
             const double t0 = sg4::Engine::get_clock();
-            if (plan.optimizer_s > 0) sg4::this_actor::execute(plan.optimizer_s * speed);
+            if (plan.step_end_collectives) {
+              ring_allreduce(tp_group, 8, *actors, hop_latency(tp_group, platform), 1, draws);
+              ring_allreduce(pp_group, 8, *actors, hop_latency(pp_group, platform), 1, draws);
+            }
+            if (plan.optimizer_s > 0) execute_on(hosts.compute[r], plan.optimizer_s * speed);
             recorder->add(r, core::Lane::Compute, "optimizer", "OPTIMIZER_STEP", t0, sg4::Engine::get_clock());
             break;
           }
@@ -357,11 +418,11 @@ double simulate_ring_allreduce(double bytes, int ranks, const Platform& platform
     add_dp_routes(me, platform, pairs);
   }
   sg4::Engine engine = make_engine();
-  const auto hosts = build_platform(platform, ranks, {pairs.begin(), pairs.end()});
+  const PlatformHosts hosts = build_platform(platform, ranks, {pairs.begin(), pairs.end()});
   auto actors = std::make_shared<std::vector<sg4::ActorPtr>>(ranks);
   double end = 0;
   for (int r = 0; r < ranks; ++r)
-    start_actor("rank" + std::to_string(r), hosts[r], [&, r, actors] {
+    start_actor("rank" + std::to_string(r), hosts.ranks[r], [&, r, actors] {
       (*actors)[r] = sg4::Actor::self();
       sg4::this_actor::yield();
       RingGroup g = whole;

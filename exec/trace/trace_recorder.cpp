@@ -1,6 +1,10 @@
 #include "exec/trace/trace_recorder.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -35,6 +39,42 @@ void TraceRecorder::send(int tag, int to_rank, Clock::time_point at) {
 
 void TraceRecorder::recv(int tag, int from_rank, Clock::time_point at) {
   if (active_) recvs_.push_back({step_, tag, from_rank, us(at)});
+}
+
+namespace {
+
+// Which boot of which machine this process runs on: the steady clock counts from it.
+std::int64_t machine_boot_id() {
+  std::string id;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> id;
+  if (id.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    id = host;
+  }
+  return static_cast<std::int64_t>(std::hash<std::string>{}(id));
+}
+
+}  // namespace
+
+void TraceRecorder::share_origin(Communicator& comm, const torch::Device& device) {
+  const std::int64_t boot = machine_boot_id();
+  torch::Tensor t = torch::tensor({static_cast<std::int64_t>(origin_.time_since_epoch().count()), boot},
+                                  torch::kInt64).to(device);
+  comm.broadcast(comm.world(), t, 0);
+  t = t.cpu();
+  if (t[1].item<std::int64_t>() == boot) origin_ = Clock::time_point(Clock::duration(t[0].item<std::int64_t>()));
+}
+
+std::vector<core::TraceEvent> TraceRecorder::take_step(int step) {
+  std::vector<core::TraceEvent> taken;
+  auto keep = std::stable_partition(events_.begin(), events_.end(), [&](const core::TraceEvent& e) { return e.step != step; });
+  taken.assign(std::make_move_iterator(keep), std::make_move_iterator(events_.end()));
+  events_.erase(keep, events_.end());
+  auto of_step = [&](const Endpoint& e) { return e.step == step; };
+  sends_.erase(std::remove_if(sends_.begin(), sends_.end(), of_step), sends_.end());
+  recvs_.erase(std::remove_if(recvs_.begin(), recvs_.end(), of_step), recvs_.end());
+  return taken;
 }
 
 core::Trace TraceRecorder::merge_and_write(Communicator& comm, const std::string& path, const nlohmann::json& plan,

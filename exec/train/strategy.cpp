@@ -32,7 +32,8 @@ class MeshStrategy : public Strategy {
       ModelChunk chunk;
       chunk.stage = c * pp + pp_rank;
       const core::LayerRange r = ranges[chunk.stage];
-      chunk.model = serial->make_stage(pm->tp, StageRange{r.first, r.end});
+      chunk.range = StageRange{r.first, r.end};
+      chunk.model = serial->make_stage(pm->tp, chunk.range);
       chunk.model->to(device);
       load_serial_state(*chunk.model, state, pm->tp);
       chunk.flat = std::make_unique<FlatParameters>(*chunk.model, tp_shard_dims(*chunk.model));

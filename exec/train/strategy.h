@@ -25,6 +25,7 @@ namespace quintnet::exec {
 // One virtual pipeline stage held by this rank.
 struct ModelChunk {
   int stage = 0;  // virtual stage index: chunk c of pp rank r is stage c·pp + r
+  StageRange range;  // its blocks
   std::shared_ptr<StageModel> model;
   std::unique_ptr<FlatParameters> flat;  // parameters and gradients in two buffers
   std::unique_ptr<GradBuckets> dp;       // gradient averaging over the dp group (null if dp = 1)

@@ -10,6 +10,7 @@
 #include "core/stage_balance.h"
 #include "exec/checkpoint/checkpoint.h"
 #include "exec/data/batch_sampler.h"
+#include "exec/train/op_probe.h"
 #include "exec/data/training_data.h"
 #include "exec/models/gpt2.h"
 #include "exec/models/vit.h"
@@ -136,6 +137,7 @@ TrainResult Trainer::run() {
     comm_.set_tracer(tracer.get());
     comm_.barrier(comm_.world());
     tracer->set_origin(TraceRecorder::Clock::now());
+    tracer->share_origin(comm_, device_);
   }
   BatchSampler sampler(data->train_size(), p.batch_size, p.seed);
   const long per_epoch = sampler.batches_per_epoch();
@@ -303,10 +305,18 @@ TrainResult Trainer::run() {
   if (!options_.save_params_path.empty()) save_params(*pm);
   if (tracer) {
     tracer->set_step(0, false);
+    // The op-shape probe for the simulator's calibration; after training, so it
+    // cannot change it (no optimizer step, gradients discarded).
+    nlohmann::json op_probe = nullptr;
+    if (p.micro_batch_size() >= 2) {
+      auto [x, y] = data->train_batch(sampler.microbatch(0, 0, dp.rank, dp.size(), 0, m), device_);
+      op_probe = probe_op_shapes(*pm, comm_, x, y, {tokens, p.model.hidden(), p.precision == "bf16"});
+    }
     comm_.set_tracer(nullptr);
-    const nlohmann::json platform = {{"host", "cpu"}, {"world_size", comm_.world_size()},
-                                     {"threads_per_rank", torch::get_num_threads()}, {"device", p.device_type},
-                                     {"cores", static_cast<int>(std::thread::hardware_concurrency())}};
+    nlohmann::json platform = {{"host", "cpu"}, {"world_size", comm_.world_size()},
+                               {"threads_per_rank", torch::get_num_threads()}, {"device", p.device_type},
+                               {"cores", static_cast<int>(std::thread::hardware_concurrency())}};
+    if (!op_probe.is_null()) platform["op_probe"] = op_probe;
     const core::Trace t = tracer->merge_and_write(comm_, options_.trace_path, p.to_json(), platform);
     if (is_logger_) {
       // What core's schedule statistics predict from the op costs this run measured.

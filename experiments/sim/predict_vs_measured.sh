@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prediction against reality on this machine: run seven executor configurations of the
-# original ViT (global batch 32, 14 steps, steps 2-11 traced), calibrate the simulator
+# original ViT (global batch 32, 24 steps, steps 2-21 traced), calibrate the simulator
 # from ONE of them (the 2x2x2 run), predict the step time of all seven, and print
 # predicted vs measured with the mean absolute percentage error over the six others;
 # then the same error calibrating from each run in turn.
@@ -42,7 +42,7 @@ YAML
   if [ ! -f "$out/$name.trace.json" ]; then
     echo "== measuring $name" >&2
     "$bin/quintnet" launch --nproc $((dp * tp * pp)) -- quintnet-train --config "$out/$name.yaml" \
-      --max-steps 14 --trace-steps 10 --no-eval --quiet --threads 1 --trace "$out/$name.trace.json" >"$out/$name.log"
+      --max-steps 24 --trace-steps 20 --no-eval --quiet --threads 1 --trace "$out/$name.trace.json" >"$out/$name.log"
   fi
 done
 

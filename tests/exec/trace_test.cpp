@@ -1,8 +1,11 @@
 // quintnet-train --trace: one merged trace for all ranks, every action on its lane,
-// each send paired with its receive.
+// each send paired with its receive, the ranks on one clock, an op-shape probe at the end.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -54,4 +57,57 @@ TEST(Trace, PipelineRunWritesOneMergedTraceWithFlows) {
   std::snprintf(measured, sizeof measured, "measured %.4f, predicted from median op costs %.4f",
                 figures.at("measured").get<double>(), figures.at("predicted").get<double>());
   EXPECT_NE(r.out.find(measured), std::string::npos) << measured << "\n" << r.out;
+}
+
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST(Trace, RanksShareOneClockAndTheRunEndsWithAnOpProbeThatChangesNothing) {
+  const std::string config = write_file("trace_tp2.yaml",
+                                        "batch_size: 16\ndepth: 2\nhidden_dim: 32\nn_heads: 2\nmesh_dim: [1, 2, 1]\n");
+  const std::string path = ::testing::TempDir() + "/trace_tp2.json";
+  const std::string traced_params = ::testing::TempDir() + "/tp2_traced.pt", plain_params = ::testing::TempDir() + "/tp2_plain.pt";
+  const std::string run = bin("quintnet-launch") + " --nproc 2 -- " + bin("quintnet-train") + " --config " + config +
+                          " --max-steps 3 --no-eval --quiet --threads 1 --save-params ";
+  auto r = run_command(run + traced_params + " --trace-steps 2 --trace " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run_command(run + plain_params);
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The probe runs after training and discards its gradients: the same final weights.
+  EXPECT_FALSE(file_bytes(traced_params).empty());
+  EXPECT_EQ(file_bytes(traced_params), file_bytes(plain_params));
+
+  const quintnet::core::Trace t = quintnet::core::read_trace(path);
+  // Both ranks' clocks are one (same machine): no tensor-parallel all-reduce ends on a
+  // rank before its partner has started it.
+  std::map<int, std::vector<const quintnet::core::TraceEvent*>> allreduces;
+  for (const auto& e : t.events)
+    if (e.lane == quintnet::core::Lane::TpCollective && e.bytes > 0) allreduces[e.rank].push_back(&e);
+  ASSERT_EQ(allreduces.size(), 2u);
+  ASSERT_EQ(allreduces[0].size(), allreduces[1].size());
+  ASSERT_GT(allreduces[0].size(), 0u);
+  for (size_t k = 0; k < allreduces[0].size(); ++k) {
+    EXPECT_GE(allreduces[0][k]->end_us(), allreduces[1][k]->ts_us) << "all-reduce " << k;
+    EXPECT_GE(allreduces[1][k]->end_us(), allreduces[0][k]->ts_us) << "all-reduce " << k;
+  }
+  // The op-shape probe: every rank's ops at micro-batch 16, 8 and 4, sharded and unsharded;
+  // four times the samples take longer.
+  const nlohmann::json& probe = t.platform.at("op_probe");
+  ASSERT_EQ(probe.size(), 2u);
+  for (const auto& entry : probe) {
+    EXPECT_EQ(entry.at("micro_batch"), nlohmann::json({16, 8, 4}));
+    for (const nlohmann::json* part : {&entry, &entry.at("tp1")})
+      for (const char* field : {"forward_s", "backward_s"}) {
+        const auto& times = part->at(field);
+        ASSERT_EQ(times.size(), 3u);
+        EXPECT_GT(times[2].get<double>(), 0.0);
+        EXPECT_GT(times[0].get<double>(), times[2].get<double>()) << entry.dump();
+      }
+  }
 }

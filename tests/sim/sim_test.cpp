@@ -274,8 +274,12 @@ TEST(Calibration, SpeedsAreCostModelFlopsOverTheCoreTimeAndBadTracesAreRefused) 
   const nlohmann::json c = nlohmann::json::parse(std::ifstream(calib));
   const core::ModelDims dims = core::model_dims(plan.model, plan.max_seq_length);
   const core::StageCost cost = core::stage_cost(dims, 0, dims.layers, plan.micro_batch_size(), 1);
-  EXPECT_NEAR(c["forward_flops_per_s"].get<double>(), cost.forward_flops / 0.040, 1e-6 * cost.forward_flops / 0.04);
-  EXPECT_NEAR(c["backward_flops_per_s"].get<double>(), cost.backward_flops / 0.070, 1e-6 * cost.backward_flops / 0.07);
+  // No op-shape probe in this trace: all-FLOP costs at the training ops' rate.
+  ASSERT_EQ(c["op_costs"].size(), 1u);
+  const nlohmann::json& k = c["op_costs"][0];
+  EXPECT_NEAR(k["forward_flops_per_s"].get<double>(), cost.forward_flops / 0.040, 1e-6 * cost.forward_flops / 0.04);
+  EXPECT_NEAR(k["backward_flops_per_s"].get<double>(), cost.backward_flops / 0.070, 1e-6 * cost.backward_flops / 0.07);
+  EXPECT_EQ(k["forward_overhead_s"].get<double>(), 0.0);
   // The calibrated simulation of the same plan reproduces the step: 40 + 70 ms.
   const std::string plan_path = write_file("serial_plan.json", plan.to_json().dump());
   const auto j = simulate("--config " + plan_path + " --calibration " + calib);
@@ -286,6 +290,112 @@ TEST(Calibration, SpeedsAreCostModelFlopsOverTheCoreTimeAndBadTracesAreRefused) 
   r = run_command(bin("quintnet-calibrate") + " --trace " + path + " -o " + calib);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("needs an executor trace"), std::string::npos) << r.err;
+}
+
+namespace {
+
+// An executor trace of a tp 2 run on `cores` cores whose ops cost exactly
+// layers x overhead + FLOPs / speed (at tp 2: forward 0.4 ms + 20 GFLOP/s, backward 0.9 ms
+// + 30 GFLOP/s; unsharded: 0.2 ms + 40, 0.5 ms + 50), the training ops taking `slowdown`
+// times that, both ranks computing at once; with an op-shape probe at b, b/2, b/4.
+core::Trace tp2_trace_with_probe(int cores, double slowdown) {
+  core::Plan plan;
+  plan.mesh_dim = {1, 2, 1};
+  core::Trace t;
+  t.source = "exec";
+  t.plan = plan.to_json();
+  t.ranks = {{0, 0, 0}, {0, 1, 0}};
+  const core::ModelDims dims = core::model_dims(plan.model, plan.max_seq_length);
+  const double layers = dims.layers + 2;  // the blocks, the embedding and the head
+  auto cost = [&](int tp, double b, bool backward) {
+    const core::StageCost c = core::stage_cost(dims, 0, dims.layers, 1, tp, 4.0);
+    const double flops = b * (backward ? c.backward_flops : c.forward_flops);
+    if (tp == 2) return layers * (backward ? 0.9e-3 : 0.4e-3) + flops / (backward ? 30e9 : 20e9);
+    return layers * (backward ? 0.5e-3 : 0.2e-3) + flops / (backward ? 50e9 : 40e9);
+  };
+  const int b = plan.micro_batch_size();
+  nlohmann::json probe = nlohmann::json::array();
+  for (int r = 0; r < 2; ++r) {
+    nlohmann::json entry = {{"rank", r}, {"solo", true}, {"micro_batch", {b, b / 2, b / 4}}, {"tp", 2}};
+    nlohmann::json tp1;
+    for (const bool backward : {false, true}) {
+      const char* field = backward ? "backward_s" : "forward_s";
+      for (const int size : {b, b / 2, b / 4}) {
+        entry[field].push_back(cost(2, size, backward));
+        tp1[field].push_back(cost(1, size, backward));
+      }
+    }
+    entry["tp1"] = tp1;
+    probe.push_back(entry);
+  }
+  t.platform = {{"cores", cores}, {"threads_per_rank", 1}, {"op_probe", probe}};
+  // Two ranks on `cores` cores, computing at the same time: each has min(1, cores / 2).
+  const double share = std::min(1.0, cores / 2.0);
+  for (int step = 0; step < 3; ++step)
+    for (int r = 0; r < 2; ++r) {
+      core::TraceEvent f;
+      f.kind = "forward", f.name = "F0", f.lane = core::Lane::Compute, f.step = step, f.mb = 0, f.chunk = 0, f.rank = r;
+      f.ts_us = step * 1e6, f.dur_us = 1e6 * slowdown * cost(2, b, false) / share;
+      core::TraceEvent bw = f;
+      bw.kind = "backward", bw.name = "B0", bw.ts_us += f.dur_us, bw.dur_us = 1e6 * slowdown * cost(2, b, true) / share;
+      t.events.push_back(f);
+      t.events.push_back(bw);
+    }
+  return t;
+}
+
+}  // namespace
+
+TEST(Calibration, TheProbeGivesEachTpsFixedAndPerFlopCostsAndTheRunItsSlowdown) {
+  for (const int cores : {1, 2}) {
+    const std::string path = ::testing::TempDir() + "/tp2_probe_trace.json";
+    core::write_trace(tp2_trace_with_probe(cores, 1.25), path);
+    const std::string calib = ::testing::TempDir() + "/tp2_probe_calib.json";
+    const auto r = run_command(bin("quintnet-calibrate") + " --trace " + path + " -o " + calib);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json c = nlohmann::json::parse(std::ifstream(calib));
+    ASSERT_EQ(c["op_costs"].size(), 2u) << c.dump();
+    for (const auto& k : c["op_costs"]) {
+      const bool sharded = k["tp"] == 2;
+      EXPECT_NEAR(k["forward_overhead_s"].get<double>(), sharded ? 0.4e-3 : 0.2e-3, 1e-9) << k.dump();
+      EXPECT_NEAR(k["backward_overhead_s"].get<double>(), sharded ? 0.9e-3 : 0.5e-3, 1e-9) << k.dump();
+      EXPECT_NEAR(k["forward_flops_per_s"].get<double>(), sharded ? 20e9 : 40e9, 1e-6 * 40e9) << k.dump();
+      EXPECT_NEAR(k["backward_flops_per_s"].get<double>(), sharded ? 30e9 : 50e9, 1e-6 * 50e9) << k.dump();
+    }
+    // On one core the two ranks' ops shared it: the slowdown is what remains beyond that.
+    EXPECT_NEAR(c["slowdown"].get<double>(), 1.25, 1e-9) << "cores " << cores;
+    EXPECT_EQ(c["oversubscribed"].get<bool>(), cores < 2);
+  }
+}
+
+TEST(Simulator, CalibratedRanksShareTheMachinesCoresWhileTheyCompute) {
+  // A hand-written calibration (no message time, no optimizer): ops at tp 1 cost 1 ms
+  // (forward) and 2 ms (backward) per layer.  Two data-parallel ranks computing side by
+  // side take twice as long on one core as on two; on two cores as long as one rank
+  // alone.  Two pipeline stages of one microbatch never compute at once: on one core
+  // the step is the serial one, each op having the core to itself.
+  core::Plan plan;
+  const core::ModelDims dims = core::model_dims(plan.model, plan.max_seq_length);
+  const double layers = dims.layers + 2;
+  auto step_on = [&](int cores, int dp, int pp = 1) {
+    const nlohmann::json calib = {
+        {"format", "quintnet-calibration"}, {"source", "test"},
+        {"op_costs", {{{"tp", 1}, {"forward_flops_per_s", 1e30}, {"forward_overhead_s", 1e-3},
+                       {"backward_flops_per_s", 1e30}, {"backward_overhead_s", 2e-3}}}},
+        {"probe_ranks", 1}, {"slowdown", 1.0}, {"oversubscribed", false}, {"latency_s", 0.0},
+        {"latencies_s", nlohmann::json::array()}, {"bandwidth", 1e30}, {"optimizer_s_per_parameter", 0.0},
+        {"cores", cores}, {"threads_per_rank", 1}, {"fitted_messages", 0}, {"fitted_ops", 0}};
+    const std::string calib_path = write_file("share_calib.json", calib.dump());
+    core::Plan p = plan;
+    p.mesh_dim = {dp, 1, pp};
+    const std::string plan_path = write_file("share_plan.json", p.to_json().dump());
+    return simulate("--config " + plan_path + " --calibration " + calib_path).value("step_time_s", 0.0);
+  };
+  const double alone = layers * 3e-3;
+  EXPECT_NEAR(step_on(2, 1), alone, 1e-6 * alone);
+  EXPECT_NEAR(step_on(2, 2), alone, 1e-6 * alone);
+  EXPECT_NEAR(step_on(1, 2), 2 * alone, 1e-6 * alone);
+  EXPECT_NEAR(step_on(1, 1, 2), alone, 1e-6 * alone);
 }
 
 TEST(Planner, ListsFeasibleLayoutsWithReasonsForTheOthers) {
