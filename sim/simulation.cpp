@@ -162,10 +162,13 @@ void add_dp_routes(const RingGroup& g, const Platform& p, std::set<std::pair<int
 // they say (CM02; SimGrid's default LV08 scales both), no TCP window limit and no
 // acknowledgement traffic (which takes 5% of the reverse direction's bandwidth).
 sg4::Engine make_engine() {
-  static int argc = 5;
+  // No guard page under each actor's stack: with one it costs two memory mappings, and
+  // 16,384 ranks (two actors each) exceed Linux's default 65,530 mappings per process.
+  static int argc = 6;
   static char name[] = "quintnet-simulate", log[] = "--log=root.thres:warning", model[] = "--cfg=network/model:CM02",
-              gamma[] = "--cfg=network/TCP-gamma:0", cross[] = "--cfg=network/crosstraffic:0";
-  static char* argv[] = {name, log, model, gamma, cross, nullptr};
+              gamma[] = "--cfg=network/TCP-gamma:0", cross[] = "--cfg=network/crosstraffic:0",
+              guard[] = "--cfg=contexts/guard-size:0";
+  static char* argv[] = {name, log, model, gamma, cross, guard, nullptr};
   return sg4::Engine(&argc, argv);
 }
 
