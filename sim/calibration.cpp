@@ -317,6 +317,8 @@ Calibration read_calibration(const std::string& path) {
   try {
     const nlohmann::json j = nlohmann::json::parse(in);
     if (j.value("format", "") != "quintnet-calibration") throw core::UserError("");
+    if (!j.contains("op_costs"))
+      throw core::UserError(path + ": a calibration from an older quintnet (no op_costs): calibrate again from the trace");
     Calibration c;
     c.source = j.at("source").get<std::string>();
     for (const auto& k : j.at("op_costs")) {
@@ -343,6 +345,9 @@ Calibration read_calibration(const std::string& path) {
     if (c.op_costs.empty() || !(c.slowdown > 0 && c.bandwidth > 0 && c.cores > 0 && c.threads_per_rank > 0))
       throw core::UserError("");
     return c;
+  } catch (const core::UserError& e) {
+    if (std::string(e.what()).empty()) throw core::UserError(path + ": not a QuintNet calibration (write one with quintnet calibrate)");
+    throw;
   } catch (const std::exception&) {
     throw core::UserError(path + ": not a QuintNet calibration (write one with quintnet calibrate)");
   }
