@@ -12,8 +12,8 @@
 // what they cost at tp 1 —, without the pipeline: no messages, gradients discarded, no data-parallel
 // all-reduce.  The tensor-parallel all-reduces inside the ops run (the tp group probes
 // together) and are subtracted, as the calibration does for training ops.  On a CPU the
-// tp groups take turns while the others wait, so each op has the cores to itself; on
-// GPUs every rank probes at once.  Rank 0 writes what each rank measured into the trace
+// tp groups take turns while the others wait, so each op has the cores to itself (the
+// unsharded copies one rank at a time); on GPUs every rank probes at once.  Rank 0 writes what each rank measured into the trace
 // (otherData.platform.op_probe), where `quintnet calibrate` reads it.
 #include <vector>
 
