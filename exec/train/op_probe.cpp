@@ -116,7 +116,7 @@ nlohmann::json probe_op_shapes(ParallelModel& model, Communicator& comm, const t
     if (solo && turn != me) continue;
     mine.update(time_stages(sharded, tracer, inputs, labels, sizes, shape));
     // The unsharded copies need no partner: the group's members time theirs one after
-    // the other, each alone (two at once on two cores ran 10-25% slower here).
+    // the other, each alone on the machine as a tp 1 rank's probe is.
     if (!unsharded.empty())
       for (int member = 0; member < model.tp.size(); ++member) {
         comm.barrier(*model.tp.group);
