@@ -97,8 +97,8 @@ bool fit_probe(const nlohmann::json& probe, const char* part, bool backward, con
     const nlohmann::json sizes = r.value("micro_batch", nlohmann::json::array());
     if (rank < 0 || rank >= static_cast<int>(layers_of_rank.size()) || sizes.size() < 2 || times.size() != sizes.size())
       return false;
-    t.resize(sizes.size(), 0.0), flops.resize(sizes.size(), 0.0);
-    if (t.size() != sizes.size()) return false;
+    if (t.empty()) t.assign(sizes.size(), 0.0), flops.assign(sizes.size(), 0.0);
+    if (t.size() != sizes.size()) return false;  // every rank probes the same sizes
     for (size_t k = 0; k < sizes.size(); ++k) {
       t[k] += times[k].get<double>();
       flops[k] += flops_of_rank(rank, sizes[k].get<double>());
