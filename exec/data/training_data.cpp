@@ -20,13 +20,21 @@ text::BpeTokenizer plan_tokenizer(const core::Plan& p) {
   return tokenizer;
 }
 
+// A relative path as given when it exists from the working directory, else under data/.
+std::string resolve_data_path(const std::string& path) {
+  if (path.empty() || path.front() == '/' || std::filesystem::exists(path)) return path;
+  const std::string under = data_dir() + "/" + path;
+  return std::filesystem::exists(under) ? under : path;
+}
+
 class ImageData : public TrainingData {
  public:
   explicit ImageData(const core::Plan& p)
-      : train_(truncated(load_idx_dataset(p.dataset_path, "train"), p.max_samples)),
-        val_(truncated(load_idx_dataset(p.dataset_path, "t10k"), p.max_val_samples)) {
+      : path_(resolve_data_path(p.dataset_path)),
+        train_(truncated(load_idx_dataset(path_, "train"), p.max_samples)),
+        val_(truncated(load_idx_dataset(path_, "t10k"), p.max_val_samples)) {
     if (train_.rows != p.model.img_size || train_.cols != p.model.img_size)
-      throw core::UserError("img_size: " + std::to_string(p.model.img_size) + " but the images in " + p.dataset_path +
+      throw core::UserError("img_size: " + std::to_string(p.model.img_size) + " but the images in " + path_ +
                             " are " + std::to_string(train_.rows) + "x" + std::to_string(train_.cols) +
                             "; set img_size: " + std::to_string(train_.rows));
     if (train_.num_classes > p.model.num_classes)
@@ -54,6 +62,7 @@ class ImageData : public TrainingData {
     }
     return d;
   }
+  std::string path_;
   ImageDataset train_, val_;
   Normalisation norm_;
 };

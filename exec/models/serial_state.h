@@ -11,7 +11,7 @@
 
 namespace quintnet::exec {
 
-// Serial parameters by name, e.g. "block3.attn.q.weight" -> [D, D].
+// Serial parameters by name, e.g. "block3.mlp.fc1.weight" -> [4D, D].
 using SerialState = std::map<std::string, torch::Tensor>;
 
 // Parameter name -> the dimension tensor parallelism splits it along, for every

@@ -3,28 +3,25 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "exec/models/attention.h"
 
 namespace quintnet::exec {
 
 AttentionImpl::AttentionImpl(int64_t dim, int64_t heads, const TpContext& tp)
-    : tp_(tp), local_heads_(heads / tp.size()), head_dim_(dim / heads) {
-  q_ = register_module("q", ColumnParallelLinear(dim, dim, tp));
-  k_ = register_module("k", ColumnParallelLinear(dim, dim, tp));
-  v_ = register_module("v", ColumnParallelLinear(dim, dim, tp));
+    : local_heads_(heads / tp.size()), head_dim_(dim / heads) {
+  // One GEMM for this rank's q, k and v (as GPT-2's c_attn), one copy of the input,
+  // so its gradient is all-reduced once.
+  qkv_ = register_module("qkv", QkvParallelLinear(dim, dim, tp));
   out_ = register_module("out", RowParallelLinear(dim, dim, tp, /*input_is_parallel=*/true));
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t b = x.size(0), t = x.size(1);
-  // [B, T, local_heads * head_dim] -> [B, local_heads, T, head_dim]
-  auto split = [&](const torch::Tensor& y) { return y.view({b, t, local_heads_, head_dim_}).transpose(1, 2); };
-  // q, k and v read one copy of x: its gradient is all-reduced once, not three times.
-  const torch::Tensor shared = copy_to_tp(x, tp_);
-  torch::Tensor q = split(q_->forward_copied(shared)), k = split(k_->forward_copied(shared)),
-                v = split(v_->forward_copied(shared));
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
-  torch::Tensor ctx = torch::matmul(torch::softmax(scores, -1), v);
-  return out_(ctx.transpose(1, 2).reshape({b, t, local_heads_ * head_dim_}));
+  // [B, T, local_heads * head_dim] -> [B, T, local_heads, head_dim]: views, no copies.
+  auto heads = [&](const torch::Tensor& y) { return y.view({b, t, local_heads_, head_dim_}); };
+  const auto qkv = qkv_(x);
+  const torch::Tensor ctx = attention_core(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), /*causal=*/false);
+  return out_(ctx.view({b, t, local_heads_ * head_dim_}));
 }
 
 MlpImpl::MlpImpl(int64_t dim, int64_t hidden, const TpContext& tp) {

@@ -4,8 +4,8 @@
 // positions, pre-LN blocks, final LayerNorm, linear head on the class token.
 //
 // Tensor parallel by construction: attention heads are split across the tp group
-// (q, k, v column-parallel, output projection row-parallel) and the MLP is
-// column → row.  With tp = 1 it is the serial model.  A ViT can hold a range of
+// (one fused q/k/v column-parallel layer, output projection row-parallel) and the MLP
+// is column → row.  With tp = 1 it is the serial model.  A ViT can hold a range of
 // blocks only (a pipeline stage): the embedding lives on the stage with block 0, the
 // head on the stage with the last block.
 #include <torch/torch.h>
@@ -26,9 +26,8 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
-  TpContext tp_;
   int64_t local_heads_, head_dim_;
-  ColumnParallelLinear q_{nullptr}, k_{nullptr}, v_{nullptr};
+  QkvParallelLinear qkv_{nullptr};
   RowParallelLinear out_{nullptr};
 };
 TORCH_MODULE(Attention);

@@ -30,12 +30,11 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features, int64_t 
   init_like_linear(weight, bias, in_features);
 }
 
-torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) { return forward_copied(copy_to_tp(x, tp_)); }
-
-torch::Tensor ColumnParallelLinearImpl::forward_copied(const torch::Tensor& input) {
+torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
+  const torch::Tensor input = copy_to_tp(x, tp_);
   const int64_t out = weight.size(0);
   torch::Tensor y;
-  if (out % kOutputBlock != 0 || out == kOutputBlock) {
+  if (!tp_.bitwise_invariant || out % kOutputBlock != 0 || out == kOutputBlock) {
     y = torch::nn::functional::linear(input, weight, bias);
   } else {
     std::vector<torch::Tensor> blocks;

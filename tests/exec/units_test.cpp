@@ -10,6 +10,7 @@
 #include "exec/data/batch_sampler.h"
 #include "exec/data/idx_dataset.h"
 #include "exec/tp/parallel_linear.h"
+#include "exec/train/cpu_allocator.h"
 
 using namespace quintnet::exec;
 
@@ -18,7 +19,7 @@ TEST(ColumnParallelLinear, ForwardEqualsTheSerialSliceBitwise) {
   torch::manual_seed(3);
   const int64_t in = 64, out = 256;
   // The serial layer: the same class with a tp group of one.
-  ColumnParallelLinear serial(in, out, TpContext{});
+  ColumnParallelLinear serial(in, out, TpContext{nullptr, nullptr, /*bitwise_invariant=*/true});
   torch::Tensor x = torch::randn({5, 7, in});
   torch::Tensor full = serial(x);
   for (int tp = 2; tp <= 8; tp *= 2)
@@ -28,7 +29,7 @@ TEST(ColumnParallelLinear, ForwardEqualsTheSerialSliceBitwise) {
       Group group;
       group.ranks.resize(tp);
       group.rank = r;
-      TpContext ctx{nullptr, &group};
+      TpContext ctx{nullptr, &group, /*bitwise_invariant=*/true};
       ColumnParallelLinear col(in, out, ctx);
       col->load_full(serial->weight, serial->bias);
       torch::Tensor mine = col(x);
@@ -36,6 +37,24 @@ TEST(ColumnParallelLinear, ForwardEqualsTheSerialSliceBitwise) {
       EXPECT_TRUE(torch::equal(mine, expected))
           << "tp " << tp << " rank " << r << " max diff " << (mine - expected).abs().max().item<float>();
     }
+}
+
+TEST(ColumnParallelLinear, ByDefaultOneGemmPerShardWithinRoundingOfTheSerialSlice) {
+  torch::set_num_threads(1);
+  torch::manual_seed(3);
+  const int64_t in = 64, out = 256;
+  ColumnParallelLinear serial(in, out, TpContext{});
+  torch::Tensor x = torch::randn({5, 7, in});
+  torch::Tensor full = serial(x);
+  for (int r = 0; r < 4; ++r) {
+    Group group;
+    group.ranks.resize(4);
+    group.rank = r;
+    ColumnParallelLinear col(in, out, TpContext{nullptr, &group});
+    col->load_full(serial->weight, serial->bias);
+    torch::Tensor expected = full.chunk(4, -1)[r];
+    EXPECT_TRUE(torch::allclose(col(x), expected, 1e-5, 1e-6)) << "rank " << r;
+  }
 }
 
 TEST(BatchSampler, GlobalBatchIsTheSameWhateverTheLayout) {
@@ -173,4 +192,23 @@ TEST(AutocastScope, ComputesInBfloat16InsideAndFp32Outside) {
     AutocastScope off(false, torch::kCPU);
     EXPECT_EQ(layer(x).scalar_type(), torch::kFloat32);
   }
+}
+
+TEST(CachingCpuAllocator, ReusesLargeBlocksBySizeAndKeepsNoMoreThanItsCap) {
+  install_caching_cpu_allocator(std::size_t{64} << 20);
+  const CpuAllocatorStats before = caching_cpu_allocator_stats();
+  void* first = nullptr;
+  {
+    torch::Tensor t = torch::empty({1 << 20});  // 4 MiB
+    first = t.data_ptr();
+  }
+  torch::Tensor again = torch::ones({1 << 20});
+  EXPECT_EQ(again.data_ptr(), first) << "a freed 4 MiB block is handed out again";
+  EXPECT_TRUE(torch::equal(again, torch::ones({1 << 20})));  // and filled as asked
+  const CpuAllocatorStats after = caching_cpu_allocator_stats();
+  EXPECT_EQ(after.reused - before.reused, 1u);
+  { torch::Tensor small = torch::empty({1000}); }  // 4 KB: LibTorch's own allocator
+  EXPECT_EQ(caching_cpu_allocator_stats().large_allocations, after.large_allocations);
+  { torch::Tensor huge = torch::empty({25 << 20}); }  // 100 MiB > the 64 MiB cap: freed at once
+  EXPECT_LE(caching_cpu_allocator_stats().cached_bytes, std::size_t{64} << 20);
 }

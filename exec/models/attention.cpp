@@ -1,0 +1,98 @@
+#include "exec/models/attention.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <limits>
+
+#include "exec/kernels/attention_cpu.h"
+
+namespace quintnet::exec {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// q, k, v as the kernel reads them: the same strides, the head dim contiguous.
+bool kernel_can_read(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  for (const torch::Tensor* t : {&q, &k, &v})
+    if (!t->device().is_cpu() || t->scalar_type() != torch::kFloat32 || t->dim() != 4 || t->stride(3) != 1 ||
+        t->stride(2) != t->size(3) || t->strides() != q.strides() || t->sizes() != q.sizes())
+      return false;
+  return true;
+}
+
+kernels::AttentionDims dims_of(const torch::Tensor& q, bool causal) {
+  kernels::AttentionDims s;
+  s.batch = q.size(0);
+  s.tokens = q.size(1);
+  s.heads = q.size(2);
+  s.head_dim = q.size(3);
+  s.stride_b = q.stride(0);
+  s.stride_t = q.stride(1);
+  s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+  s.causal = causal;
+  return s;
+}
+
+// (batch, head) pairs are independent: split them over the intra-op threads.
+template <class F>
+void for_each_head(const kernels::AttentionDims& s, F f) {
+  const int64_t pairs = s.batch * s.heads;
+  const int64_t work = s.tokens * s.tokens * s.head_dim;  // per pair
+  at::parallel_for(0, pairs, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, work)), f);
+}
+
+struct FusedAttention : torch::autograd::Function<FusedAttention> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k, torch::Tensor v, bool causal) {
+    const kernels::AttentionDims s = dims_of(q, causal);
+    torch::Tensor out = torch::empty(q.sizes(), q.options());
+    torch::Tensor probs = torch::empty({s.batch, s.heads, s.tokens, s.tokens}, q.options());
+    for_each_head(s, [&](int64_t first, int64_t last) {
+      kernels::attention_forward(s, q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+                                 out.data_ptr<float>(), probs.data_ptr<float>(), first, last);
+    });
+    ctx->save_for_backward({q, k, v, probs});
+    ctx->saved_data["causal"] = causal;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &probs = saved[3];
+    const kernels::AttentionDims s = dims_of(q, ctx->saved_data["causal"].toBool());
+    const torch::Tensor dout = grads[0].contiguous();
+    torch::Tensor dq = torch::empty(q.sizes(), q.options()), dk = torch::empty(q.sizes(), q.options()),
+                  dv = torch::empty(q.sizes(), q.options());
+    for_each_head(s, [&](int64_t first, int64_t last) {
+      kernels::attention_backward(s, q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+                                  probs.data_ptr<float>(), dout.data_ptr<float>(), dq.data_ptr<float>(),
+                                  dk.data_ptr<float>(), dv.data_ptr<float>(), first, last);
+    });
+    return {dq, dk, dv, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
+                                  double dropout, bool training) {
+  const int64_t t = q.size(1);
+  // [B, T, H, d] -> [B, H, T, d]; the 1/√d scale on q ([.., T, d]), not on the scores ([.., T, T]).
+  const torch::Tensor qh = q.transpose(1, 2) * (1.0 / std::sqrt(static_cast<double>(q.size(3))));
+  torch::Tensor scores = torch::matmul(qh, k.transpose(1, 2).transpose(-2, -1));
+  if (causal) {
+    const torch::Tensor future = torch::ones({t, t}, q.options().dtype(torch::kBool)).triu(1);
+    scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  }
+  const torch::Tensor weights = torch::dropout(torch::softmax(scores, -1), dropout, training);
+  return torch::matmul(weights, v.transpose(1, 2)).transpose(1, 2).contiguous();
+}
+
+torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
+                             double dropout, bool training) {
+  if ((training && dropout > 0.0) || !kernel_can_read(q, k, v)) return attention_reference(q, k, v, causal, dropout, training);
+  return FusedAttention::apply(q, k, v, causal);
+}
+
+}  // namespace quintnet::exec

@@ -1,0 +1,23 @@
+#pragma once
+// The attention core shared by the ViT and GPT-2: softmax(q kᵀ / √d) v over each
+// head, optionally causal, with dropout on the attention weights.
+//
+// q, k, v: [B, T, H, d] (views of a projection's output reshaped into heads; no
+// transpose needed).  Returns [B, T, H, d], contiguous, so reshape({B, T, H·d}) is free.
+//
+// fp32 on the CPU without attention dropout runs the fused kernel of
+// exec/kernels/attention_cpu (forward and backward; one pass per head); anything else
+// (CUDA, bf16 under autocast, dropout) the composition of matmul, softmax and matmul.
+// Both compute the same function; the test AttentionCore.* holds them together.
+#include <torch/torch.h>
+
+namespace quintnet::exec {
+
+torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
+                             double dropout = 0.0, bool training = false);
+
+// The composition, always (the reference the fused kernel is tested against).
+torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
+                                  double dropout = 0.0, bool training = false);
+
+}  // namespace quintnet::exec
