@@ -91,7 +91,14 @@ torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k
 
 torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
                              double dropout, bool training) {
-  if ((training && dropout > 0.0) || !kernel_can_read(q, k, v)) return attention_reference(q, k, v, causal, dropout, training);
+  if (training && dropout > 0.0) return attention_reference(q, k, v, causal, dropout, training);
+  if (q.device().is_cpu() && q.scalar_type() == torch::kBFloat16) {
+    // Under bf16 autocast: the kernel in fp32 on upcast copies (as LibTorch's own CPU
+    // attention accumulates in fp32); the next projection casts its input back.
+    const torch::Tensor qf = q.to(torch::kFloat32), kf = k.to(torch::kFloat32), vf = v.to(torch::kFloat32);
+    if (kernel_can_read(qf, kf, vf)) return FusedAttention::apply(qf, kf, vf, causal);
+  }
+  if (!kernel_can_read(q, k, v)) return attention_reference(q, k, v, causal, dropout, training);
   return FusedAttention::apply(q, k, v, causal);
 }
 

@@ -5,9 +5,9 @@
 // q, k, v: [B, T, H, d] (views of a projection's output reshaped into heads; no
 // transpose needed).  Returns [B, T, H, d], contiguous, so reshape({B, T, H·d}) is free.
 //
-// fp32 on the CPU without attention dropout runs the fused kernel of
-// exec/kernels/attention_cpu (forward and backward; one pass per head); anything else
-// (CUDA, bf16 under autocast, dropout) the composition of matmul, softmax and matmul.
+// On the CPU without attention dropout, fp32 or bf16 (upcast to fp32: autocast), the
+// fused kernel of exec/kernels/attention_cpu runs (forward and backward; one pass per
+// head); anything else (CUDA, dropout) the composition of matmul, softmax and matmul.
 // Both compute the same function; the test AttentionCore.* holds them together.
 #include <torch/torch.h>
 
