@@ -1,7 +1,5 @@
 #include "exec/models/gpt2.h"
 
-#include <cmath>
-
 #include "core/error.h"
 #include "exec/models/attention.h"
 #include "exec/models/safetensors.h"

@@ -1,7 +1,5 @@
 #include "exec/models/vit.h"
 
-#include <cmath>
-
 #include "core/error.h"
 #include "exec/models/attention.h"
 
