@@ -17,7 +17,9 @@ namespace {
 
 constexpr int64_t kTile = 16;  // output columns per register tile
 
-int64_t padded(int64_t n) { return (n + kTile - 1) / kTile * kTile; }
+int64_t padded(int64_t n) {
+  return (n + kTile - 1) / kTile * kTile;
+}
 
 // 16 floats as one value: GCC's vector extension, one AVX-512 register, two AVX2 ones
 // or four SSE ones depending on the clone.  aligned(4): loads from any float address.
@@ -48,10 +50,11 @@ inline void gemm_tile(int64_t rows, int64_t K, int64_t Np, const float* A, int64
 // strides (so Aᵀ costs nothing), B row-major with Np a multiple of 16 (zero padded),
 // C with leading dimension ldc.
 template <int R, int J>
-inline void gemm_rows(int64_t M, int64_t K, int64_t Np, int64_t n0, const float* A, int64_t a_row, int64_t a_col,
-                      const float* __restrict__ B, float* __restrict__ C, int64_t ldc) {
+inline void gemm_rows(int64_t M, int64_t K, int64_t Np, int64_t n0, const float* A, int64_t a_row,
+                      int64_t a_col, const float* __restrict__ B, float* __restrict__ C, int64_t ldc) {
   for (int64_t m0 = 0; m0 < M; m0 += R)
-    gemm_tile<R, J>(std::min<int64_t>(R, M - m0), K, Np, A + m0 * a_row, a_row, a_col, B + n0, C + m0 * ldc + n0, ldc);
+    gemm_tile<R, J>(std::min<int64_t>(R, M - m0), K, Np, A + m0 * a_row, a_row, a_col, B + n0,
+                    C + m0 * ldc + n0, ldc);
 }
 inline void small_gemm(int64_t M, int64_t K, int64_t Np, const float* A, int64_t a_row, int64_t a_col,
                        const float* __restrict__ B, float* __restrict__ C, int64_t ldc) {
@@ -97,9 +100,15 @@ inline float reduce_lanes(const float* x, const float* y, int64_t n, float init,
   for (int64_t w = 1; w < kTile; ++w) out = combine(out, lanes[w]);
   return out;
 }
-inline float sum(const float* x, int64_t n) { return reduce_lanes(x, nullptr, n, 0.0f, [](float a, float b) { return a + b; }); }
-inline float dot(const float* x, const float* y, int64_t n) { return reduce_lanes(x, y, n, 0.0f, [](float a, float b) { return a + b; }); }
-inline float max(const float* x, int64_t n) { return reduce_lanes(x, nullptr, n, x[0], [](float a, float b) { return std::max(a, b); }); }
+inline float sum(const float* x, int64_t n) {
+  return reduce_lanes(x, nullptr, n, 0.0f, [](float a, float b) { return a + b; });
+}
+inline float dot(const float* x, const float* y, int64_t n) {
+  return reduce_lanes(x, y, n, 0.0f, [](float a, float b) { return a + b; });
+}
+inline float max(const float* x, int64_t n) {
+  return reduce_lanes(x, nullptr, n, x[0], [](float a, float b) { return std::max(a, b); });
+}
 
 // softmax(scale · row[0, cols)) into out[0, T); out[cols, T) = 0 (the causal future).
 inline void softmax_row(const float* row, int64_t cols, int64_t T, float scale, float* __restrict__ out) {
@@ -113,10 +122,16 @@ inline void softmax_row(const float* row, int64_t cols, int64_t T, float scale, 
 // One head's scratch: every operand of the products above in its padded layout.
 struct HeadScratch {
   int64_t T, d, Tp, dp;
-  std::vector<float> rows_a, rows_b, cols_a, scores, result;  // [T, dp] [T, dp] [d, Tp] [T, Tp] [T, dp]
+  std::vector<float> rows, cols, scores, result;  // [T, dp] [d, Tp] [T, Tp] [T, dp]
   HeadScratch(int64_t tokens, int64_t head_dim)
-      : T(tokens), d(head_dim), Tp(padded(tokens)), dp(padded(head_dim)), rows_a(T * dp), rows_b(T * dp),
-        cols_a(d * Tp), scores(T * Tp), result(T * dp) {}
+      : T(tokens),
+        d(head_dim),
+        Tp(padded(tokens)),
+        dp(padded(head_dim)),
+        rows(T * dp),
+        cols(d * Tp),
+        scores(T * Tp),
+        result(T * dp) {}
 };
 
 // Head h of batch b of x ([B, T, H, d] with strides stride_b, stride_t) as rows [T, dp]
@@ -128,8 +143,8 @@ void rows_of(const float* x, int64_t stride_b, int64_t stride_t, int64_t b, int6
     std::fill(out + t * s.dp + s.d, out + (t + 1) * s.dp, 0.0f);
   }
 }
-void columns_of(const float* x, int64_t stride_b, int64_t stride_t, int64_t b, int64_t h, const HeadScratch& s,
-                float* out) {
+void columns_of(const float* x, int64_t stride_b, int64_t stride_t, int64_t b, int64_t h,
+                const HeadScratch& s, float* out) {
   std::fill(out, out + s.d * s.Tp, 0.0f);
   for (int64_t t = 0; t < s.T; ++t)
     for (int64_t c = 0; c < s.d; ++c) out[c * s.Tp + t] = x[b * stride_b + t * stride_t + h * s.d + c];
@@ -151,18 +166,20 @@ void attention_forward(const AttentionDims& a, const float* q, const float* k, c
     const int64_t b = n / H, h = n % H;
     float* p = probs + n * T * T;
     // S = Q Kᵀ, P = softmax(scale · S) row by row, O = P V.
-    columns_of(k, a.stride_b, a.stride_t, b, h, s, s.cols_a.data());
-    small_gemm(T, d, s.Tp, q + b * a.stride_b + h * d, a.stride_t, 1, s.cols_a.data(), s.scores.data(), s.Tp);
-    for (int64_t i = 0; i < T; ++i) softmax_row(s.scores.data() + i * s.Tp, a.causal ? i + 1 : T, T, a.scale, p + i * T);
-    rows_of(v, a.stride_b, a.stride_t, b, h, s, s.rows_a.data());
-    small_gemm(T, T, s.dp, p, T, 1, s.rows_a.data(), s.result.data(), s.dp);
+    columns_of(k, a.stride_b, a.stride_t, b, h, s, s.cols.data());
+    small_gemm(T, d, s.Tp, q + b * a.stride_b + h * d, a.stride_t, 1, s.cols.data(), s.scores.data(), s.Tp);
+    for (int64_t i = 0; i < T; ++i)
+      softmax_row(s.scores.data() + i * s.Tp, a.causal ? i + 1 : T, T, a.scale, p + i * T);
+    rows_of(v, a.stride_b, a.stride_t, b, h, s, s.rows.data());
+    small_gemm(T, T, s.dp, p, T, 1, s.rows.data(), s.result.data(), s.dp);
     store_rows(s, H, b, h, out);
   }
 }
 
 QN_CPU_CLONES
-void attention_backward(const AttentionDims& a, const float* q, const float* k, const float* v, const float* probs,
-                        const float* dout, float* dq, float* dk, float* dv, int64_t first, int64_t last) {
+void attention_backward(const AttentionDims& a, const float* q, const float* k, const float* v,
+                        const float* probs, const float* dout, float* dq, float* dk, float* dv, int64_t first,
+                        int64_t last) {
   const int64_t T = a.tokens, d = a.head_dim, H = a.heads;
   const int64_t dout_b = T * H * d, dout_t = H * d;  // dout is contiguous [B, T, H, d]
   HeadScratch s(T, d);
@@ -171,24 +188,25 @@ void attention_backward(const AttentionDims& a, const float* q, const float* k, 
     const float* p = probs + n * T * T;
     const float* dout_head = dout + b * dout_b + h * d;
     // dV = Pᵀ dO
-    rows_of(dout, dout_b, dout_t, b, h, s, s.rows_a.data());
-    small_gemm(T, T, s.dp, p, 1, T, s.rows_a.data(), s.result.data(), s.dp);
+    rows_of(dout, dout_b, dout_t, b, h, s, s.rows.data());
+    small_gemm(T, T, s.dp, p, 1, T, s.rows.data(), s.result.data(), s.dp);
     store_rows(s, H, b, h, dv);
     // dP = dO Vᵀ, then the softmax backward in place: dS = scale · P ⊙ (dP − Σ_j P dP).
-    columns_of(v, a.stride_b, a.stride_t, b, h, s, s.cols_a.data());
-    small_gemm(T, d, s.Tp, dout_head, dout_t, 1, s.cols_a.data(), s.scores.data(), s.Tp);
+    columns_of(v, a.stride_b, a.stride_t, b, h, s, s.cols.data());
+    small_gemm(T, d, s.Tp, dout_head, dout_t, 1, s.cols.data(), s.scores.data(), s.Tp);
     for (int64_t i = 0; i < T; ++i) {
       float* ds = s.scores.data() + i * s.Tp;
       const float* pi = p + i * T;
       const float pi_dot_ds = dot(pi, ds, T);
-      for (int64_t j = 0; j < T; ++j) ds[j] = pi[j] * (ds[j] - pi_dot_ds) * a.scale;  // 0 where P is (the future)
+      for (int64_t j = 0; j < T; ++j)
+        ds[j] = pi[j] * (ds[j] - pi_dot_ds) * a.scale;  // 0 where P is (the future)
     }
     // dQ = dS K, dK = dSᵀ Q
-    rows_of(k, a.stride_b, a.stride_t, b, h, s, s.rows_a.data());
-    small_gemm(T, T, s.dp, s.scores.data(), s.Tp, 1, s.rows_a.data(), s.result.data(), s.dp);
+    rows_of(k, a.stride_b, a.stride_t, b, h, s, s.rows.data());
+    small_gemm(T, T, s.dp, s.scores.data(), s.Tp, 1, s.rows.data(), s.result.data(), s.dp);
     store_rows(s, H, b, h, dq);
-    rows_of(q, a.stride_b, a.stride_t, b, h, s, s.rows_b.data());
-    small_gemm(T, T, s.dp, s.scores.data(), 1, s.Tp, s.rows_b.data(), s.result.data(), s.dp);
+    rows_of(q, a.stride_b, a.stride_t, b, h, s, s.rows.data());
+    small_gemm(T, T, s.dp, s.scores.data(), 1, s.Tp, s.rows.data(), s.result.data(), s.dp);
     store_rows(s, H, b, h, dk);
   }
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The attention core softmax(q kᵀ / √d [causal]) v on the CPU, forward and backward,
-// one (batch, head) pair at a time, in plain loops the compiler vectorises.
+// one (batch, head) pair at a time, in register-tiled loops over GCC vector types.
 //
 // Why a kernel of our own: for the models this testbed trains on CPUs (ViT: 50 tokens
 // of 16 features a head; small GPT-2s: 64 tokens) LibTorch 1.13 runs the attention as
