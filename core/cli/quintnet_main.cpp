@@ -30,6 +30,7 @@ const std::vector<Verb> kVerbs = {
     {"train", "train a model on the plan's mesh (LibTorch)"},
     {"checkpoint", "export or reshard checkpoints"},
     {"generate", "sample text from a GPT-2 checkpoint"},
+    {"tokenize", "GPT-2 token ids of text files"},
     {"simulate", "predict a plan on a described cluster (SimGrid)"},
     {"calibrate", "fit simulator op times from an executor trace"},
     {"plan", "search the best layout for a model and cluster"},

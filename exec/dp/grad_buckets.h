@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "exec/comm/communicator.h"
@@ -60,7 +61,10 @@ class GradBuckets {
   Group& dp_;
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_;  // slot -> bucket
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  // Whatever pointer type grad_accumulator returns (shared_ptr in LibTorch 1.13,
+  // intrusive_ptr in 2.x): the accumulators stay alive while their hooks are registered.
+  using AccumulatorPtr = decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
+  std::vector<AccumulatorPtr> accumulators_;
   std::vector<std::uintptr_t> hook_keys_;
   bool sync_ = true;
   std::vector<Launch> launches_;  // this step's

@@ -1,6 +1,7 @@
 #include "exec/models/attention.h"
 
 #include <ATen/Parallel.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <limits>
@@ -89,9 +90,25 @@ torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k
   return torch::matmul(weights, v.transpose(1, 2)).transpose(1, 2).contiguous();
 }
 
+bool sdpa_available() { return TORCH_VERSION_MAJOR >= 2; }
+
+torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal) {
+#if TORCH_VERSION_MAJOR >= 2
+  // SDPA takes [B, H, T, d]: transposed views, no copies.
+  return at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), {}, 0.0, causal)
+      .transpose(1, 2)
+      .contiguous();
+#else
+  (void)q, (void)k, (void)v, (void)causal;
+  throw std::logic_error("attention_sdpa: needs LibTorch 2.x (check sdpa_available())");
+#endif
+}
+
 torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
                              double dropout, bool training) {
   if (training && dropout > 0.0) return attention_reference(q, k, v, causal, dropout, training);
+  // On a GPU, LibTorch 2.x's fused kernels (flash / memory-efficient attention).
+  if (sdpa_available() && q.device().is_cuda()) return attention_sdpa(q, k, v, causal);
   if (q.device().is_cpu() && q.scalar_type() == torch::kBFloat16) {
     // Under bf16 autocast: the kernel in fp32 on upcast copies (as LibTorch's own CPU
     // attention accumulates in fp32); the next projection casts its input back.

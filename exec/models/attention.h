@@ -7,7 +7,8 @@
 //
 // On the CPU without attention dropout, fp32 or bf16 (upcast to fp32: autocast), the
 // fused kernel of exec/kernels/attention_cpu runs (forward and backward; one pass per
-// head); anything else (CUDA, dropout) the composition of matmul, softmax and matmul.
+// head); on CUDA with LibTorch 2.x, its scaled_dot_product_attention; anything else
+// (dropout, CUDA on 1.13) the composition of matmul, softmax and matmul.
 // Both compute the same function; the test AttentionCore.* holds them together.
 #include <torch/torch.h>
 
@@ -19,5 +20,10 @@ torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, con
 // The composition, always (the reference the fused kernel is tested against).
 torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
                                   double dropout = 0.0, bool training = false);
+
+// LibTorch 2.x's scaled_dot_product_attention (no dropout), in the same layout.  Only
+// where sdpa_available(): the version check lives in attention.cpp.
+bool sdpa_available();
+torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal);
 
 }  // namespace quintnet::exec

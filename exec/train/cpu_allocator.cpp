@@ -1,6 +1,7 @@
 #include "exec/train/cpu_allocator.h"
 
 #include <c10/core/CPUAllocator.h>
+#include <torch/version.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -18,17 +19,12 @@ class CachingCpuAllocator final : public c10::Allocator {
  public:
   CachingCpuAllocator(c10::Allocator* fallback, std::size_t cap) : fallback_(fallback), cap_(cap) {}
 
-  c10::DataPtr allocate(std::size_t n) const override {
-    if (n < kMinCached) return fallback_->allocate(n);
-    void* p = take(n);
-    if (!p && posix_memalign(&p, kAlignment, n) != 0) throw std::bad_alloc();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      live_[p] = n;
-    }
-    // The context is the data pointer, as raw_allocate (oneDNN's path) requires.
-    return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
-  }
+  // LibTorch 2.3 made allocate() non-const (1.13's is const); both call allocate_block.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  c10::DataPtr allocate(std::size_t n) override { return allocate_block(n); }
+#else
+  c10::DataPtr allocate(std::size_t n) const override { return allocate_block(n); }
+#endif
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
   // LibTorch 2.x asks allocators to copy their own blocks; 1.13 does not (no override).
@@ -40,6 +36,18 @@ class CachingCpuAllocator final : public c10::Allocator {
   }
 
  private:
+  c10::DataPtr allocate_block(std::size_t n) const {
+    if (n < kMinCached) return fallback_->allocate(n);
+    void* p = take(n);
+    if (!p && posix_memalign(&p, kAlignment, n) != 0) throw std::bad_alloc();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      live_[p] = n;
+    }
+    // The context is the data pointer, as raw_allocate (oneDNN's path) requires.
+    return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+
   void* take(std::size_t n) const {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.large_allocations;

@@ -13,6 +13,9 @@ clipping, AdamW, warm-up + cosine learning rate.
     /usr/bin/python3 experiments/bench/pytorch_vit.py --config experiments/configs/vit_3d.yaml --steps 60
     quintnet launch --nproc 2 -- /usr/bin/python3 experiments/bench/pytorch_vit.py --dp ...   (DDP over Gloo)
     /usr/bin/python3 experiments/bench/pytorch_vit.py --model gpt2 --config experiments/configs/gpt2_brown_2x2x2.yaml
+    build-torch2/venv/bin/python experiments/bench/pytorch_vit.py --compile ...            (torch 2.x)
+    quintnet launch --nproc 2 -- build-torch2/venv/bin/python experiments/bench/pytorch_vit.py --pp 1f1b ...
+                   (torch.distributed.pipelining: gpipe, 1f1b, interleaved-1f1b, zero-bubble)
 
 Prints one JSON line: samples/s (tokens/s for GPT-2) over the steps after the first
 10, the first and last loss; --epochs runs whole epochs with the per-epoch table of
@@ -150,13 +153,41 @@ class ViT(nn.Module):
         self.ln_f = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, classes)
 
-    def forward(self, x):
+    def embed(self, x):
         b, c, g, p = x.shape[0], x.shape[1], self.grid, self.patch
         x = self.patch_proj(x.reshape(b, c, g, p, g, p).permute(0, 2, 4, 1, 3, 5).reshape(b, g * g, c * p * p))
-        x = torch.cat([self.cls_token.expand(b, 1, -1), x], 1) + self.pos_embed
+        return torch.cat([self.cls_token.expand(b, 1, -1), x], 1) + self.pos_embed
+
+    def classify(self, x):
+        return self.head(self.ln_f(x[:, 0]))
+
+    def forward(self, x):
+        x = self.embed(x)
         for block in self.blocks:
             x = block(x)
-        return self.head(self.ln_f(x[:, 0]))
+        return self.classify(x)
+
+
+class ViTStage(nn.Module):
+    """Blocks [first, last) of a ViT (a pipeline stage): the embedding on the stage with
+    block 0, the head on the stage with the last block; the ViT's own parameters, shared."""
+
+    def __init__(self, vit, first, last):
+        super().__init__()
+        self.has_embed, self.has_head = first == 0, last == len(vit.blocks)
+        self.grid, self.patch = vit.grid, vit.patch
+        if self.has_embed:
+            self.patch_proj, self.cls_token, self.pos_embed = vit.patch_proj, vit.cls_token, vit.pos_embed
+        self.blocks = nn.ModuleList(vit.blocks[first:last])
+        if self.has_head:
+            self.ln_f, self.head = vit.ln_f, vit.head
+
+    def forward(self, x):
+        if self.has_embed:
+            x = ViT.embed(self, x)
+        for block in self.blocks:
+            x = block(x)
+        return ViT.classify(self, x) if self.has_head else x
 
 
 class Gpt2(nn.Module):
@@ -184,12 +215,55 @@ def learning_rate_at(step, total, warmup, peak, min_ratio=0.1):
     return peak * (min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress)))
 
 
-def clip(params, max_norm):
-    """QuintNet's clipping: the global norm, scaled by max / (norm + 1e-6) above max."""
-    norm = torch.sqrt(sum(p.grad.double().square().sum() for p in params)).item()
+def clip(params, max_norm, distributed=False):
+    """QuintNet's clipping: the global norm, scaled by max / (norm + 1e-6) above max.
+    distributed: each rank holds different parameters (pipeline stages): sum over ranks."""
+    squares = sum(p.grad.double().square().sum() for p in params)
+    if distributed:
+        torch.distributed.all_reduce(squares)
+    norm = torch.sqrt(squares).item()
     if max_norm > 0 and norm > max_norm:
         for p in params:
             p.grad.mul_(max_norm / (norm + 1e-6))
+
+
+# torch.distributed.pipelining's schedules by name, and how many stages each rank holds.
+SCHEDULES = {"gpipe": ("ScheduleGPipe", 1), "1f1b": ("Schedule1F1B", 1),
+             "interleaved-1f1b": ("ScheduleInterleaved1F1B", 2), "zero-bubble": ("ScheduleInterleavedZeroBubble", 2)}
+
+
+class Pipeline:
+    """This rank's stages of the ViT under one torch.distributed.pipelining schedule."""
+
+    def __init__(self, schedule, first_rank, last_rank):
+        self.schedule, self.first_rank, self.last_rank = schedule, first_rank, last_rank
+
+    def step(self, x, y):
+        """One batch through the schedule (it cuts the microbatches); the mean loss on the
+        rank of the last stage, 0 elsewhere.  Gradients are scaled by 1/microbatches."""
+        losses = []
+        args = (x,) if self.first_rank else ()
+        if self.last_rank:
+            self.schedule.step(*args, target=y, losses=losses)
+            return sum(l.item() for l in losses) / len(losses)
+        self.schedule.step(*args)
+        return 0.0
+
+
+def make_pipeline(vit, name, rank, world, microbatches):
+    """Stages in loop order (rank r holds stages r, r + world, ...), blocks split evenly;
+    every rank built the whole ViT from the seed, so the stages start from QuintNet's weights."""
+    from torch.distributed import pipelining
+    cls, per_rank = SCHEDULES[name]
+    num_stages, depth = world * per_rank, len(vit.blocks)
+    mine = [rank + c * world for c in range(per_rank)]
+    parts = [ViTStage(vit, s * depth // num_stages, (s + 1) * depth // num_stages) for s in mine]
+    stages = [pipelining.PipelineStage(part, s, num_stages, torch.device("cpu")) for part, s in zip(parts, mine)]
+    loss = lambda out, y: F.cross_entropy(out, y)
+    schedule = getattr(pipelining, cls)(stages if per_rank > 1 else stages[0], n_microbatches=microbatches,
+                                        loss_fn=loss)
+    params = [p for part in parts for p in part.parameters()]
+    return Pipeline(schedule, 0 in mine, num_stages - 1 in mine), params
 
 
 def main():
@@ -202,6 +276,10 @@ def main():
     ap.add_argument("--dp", action="store_true", help="DistributedDataParallel over Gloo (start under quintnet launch)")
     ap.add_argument("--dataset-path", default=None)
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast around the forward pass")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (torch 2.x)")
+    ap.add_argument("--pp", choices=sorted(SCHEDULES), default=None,
+                    help="torch.distributed.pipelining over Gloo, ViT only (torch 2.x; start under quintnet launch): "
+                         "one stage per rank, two for the interleaved and zero-bubble schedules")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -210,12 +288,14 @@ def main():
     lr, warmup = float(plan.get("learning_rate", 1e-4)), int(plan.get("warmup_steps", 0))
     max_norm, seed = float(plan.get("max_grad_norm", 1.0)), int(plan.get("seed", 42))
     rank, world = 0, 1
-    if args.dp and args.epochs:
+    if (args.dp or args.pp) and args.epochs:
         sys.exit("pytorch_vit: --epochs is for the serial run")
-    if args.dp:
+    if args.pp and args.model != "vit":
+        sys.exit("pytorch_vit: --pp is for the ViT")
+    if args.dp or args.pp:
         torch.distributed.init_process_group("gloo")
         rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
-    micro = batch // world // microbatches
+    micro = batch // (1 if args.pp else world) // microbatches
 
     torch.manual_seed(seed)
     if args.model == "vit":
@@ -243,8 +323,13 @@ def main():
         size, unit = tokens.shape[0], seq
         batch_at = lambda idx: (tokens[idx, :-1], tokens[idx, 1:])
     params = list(model.parameters())
+    pipeline = None
+    if args.pp:
+        pipeline, params = make_pipeline(model, args.pp, rank, world, microbatches)
     if args.dp:
         model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
+    if args.compile:
+        model = torch.compile(model)
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=float(plan.get("weight_decay", 0.01)))
 
     per_epoch = size // batch
@@ -263,7 +348,9 @@ def main():
             group["lr"] = learning_rate_at(step, total, warmup, lr)
         optimizer.zero_grad(set_to_none=False)
         step_loss = 0.0
-        for j in range(microbatches):
+        if pipeline is not None:
+            step_loss = pipeline.step(*batch_at(order[k * batch:(k + 1) * batch]))
+        for j in range(microbatches if pipeline is None else 0):
             first = k * batch + rank * (batch // world) + j * micro
             x, y = batch_at(order[first:first + micro])
             sync = not args.dp or j == microbatches - 1
@@ -276,7 +363,7 @@ def main():
                 epoch_correct += (out.argmax(1) == y).sum().item()
             epoch_loss += loss.item() * micro
             epoch_seen += micro
-        clip(params, max_norm)
+        clip(params, max_norm, distributed=args.pp is not None)
         optimizer.step()
         losses.append(step_loss)
         times.append(time.perf_counter())
@@ -287,12 +374,14 @@ def main():
             epoch_loss = epoch_correct = epoch_seen = 0.0
     skip = min(10, len(times) - 1)
     rate = (len(times) - 1 - skip) * batch * unit / (times[-1] - times[skip]) if len(times) > skip + 1 else 0.0
-    if rank == 0:
-        print(json.dumps({"peer": "pytorch", "model": args.model, "dp": world, "threads": args.threads, "bf16": args.bf16,
+    if rank == (world - 1 if args.pp else 0):  # a pipeline's loss is known on its last stage
+        print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "model": args.model,
+                          "dp": 1 if args.pp else world, "pp": world if args.pp else 1, "schedule": args.pp,
+                          "compile": args.compile, "threads": args.threads, "bf16": args.bf16,
                           "steps": total, "rate": round(rate, 2), "unit": "tokens/s" if unit > 1 else "samples/s",
                           "first_loss": losses[0], "last_loss": losses[-1], "wall_s": round(time.perf_counter() - start, 1)}),
               flush=True)
-    if args.dp:
+    if args.dp or args.pp:
         torch.distributed.destroy_process_group()
 
 

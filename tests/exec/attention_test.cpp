@@ -88,3 +88,23 @@ TEST(AttentionCore, OtherDtypesAndDropoutTakeTheReferencePath) {
   const torch::Tensor b = attention_reference(q.to(torch::kFloat32), k.to(torch::kFloat32), v.to(torch::kFloat32), false, 0.5, true);
   EXPECT_TRUE(torch::equal(a, b));
 }
+
+TEST(AttentionCore, SdpaMatchesMatmulSoftmaxMatmulOnLibTorch2) {
+  if (!sdpa_available()) GTEST_SKIP() << "LibTorch 1.x has no scaled_dot_product_attention";
+  for (const Case& c : {Case{3, 50, 4, 16, false}, Case{2, 64, 2, 16, true}, Case{2, 7, 3, 5, false}}) {
+    torch::manual_seed(12);
+    const torch::Tensor q0 = torch::randn({c.b, c.t, c.h, c.d}), k0 = torch::randn({c.b, c.t, c.h, c.d}),
+                        v0 = torch::randn({c.b, c.t, c.h, c.d}), upstream = torch::randn({c.b, c.t, c.h, c.d});
+    std::vector<std::vector<torch::Tensor>> results;
+    for (bool sdpa : {true, false}) {
+      torch::Tensor q = q0.clone().requires_grad_(true), k = k0.clone().requires_grad_(true),
+                    v = v0.clone().requires_grad_(true);
+      torch::Tensor out = sdpa ? attention_sdpa(q, k, v, c.causal) : attention_reference(q, k, v, c.causal);
+      (out * upstream).sum().backward();
+      results.push_back({out.detach(), q.grad(), k.grad(), v.grad()});
+    }
+    const char* names[] = {"output", "dq", "dk", "dv"};
+    for (int i = 0; i < 4; ++i)
+      expect_close(results[0][i], results[1][i], std::string("sdpa t") + std::to_string(c.t) + " " + names[i]);
+  }
+}
