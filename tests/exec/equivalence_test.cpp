@@ -75,12 +75,22 @@ void expect_equivalent(const Outcome& serial, const Outcome& parallel, const std
   }
   ASSERT_EQ(parallel.params.size(), serial.params.size()) << what;
   double worst = 0;
-  for (const auto& [name, t] : serial.params) {
+  for (const auto& [name, serial_t] : serial.params) {
     ASSERT_TRUE(parallel.params.count(name)) << what << " lacks " << name;
-    const torch::Tensor& p = parallel.params.at(name);
+    torch::Tensor p = parallel.params.at(name), t = serial_t;
+    if (name.size() > 13 && name.compare(name.size() - 13, 13, "attn.qkv.bias") == 0) {
+      p = torch::stack({p[0], p[2]});  // query and value biases only: see below
+      t = torch::stack({t[0], t[2]});
+    }
     ASSERT_EQ(p.sizes(), t.sizes()) << what << " " << name;
     worst = std::max(worst, (p - t).abs().max().item<double>());
   }
+  // Not compared: the key bias (row 1 of attn.qkv.bias, [3, d]).  Its exact gradient is
+  // zero — q·(k + b) shifts every score of a query by the same q·b, which softmax
+  // ignores — so what it receives is round-off, and AdamW's normalised step turns any
+  // round-off into moves of about ±lr.  Another BLAS (the torch 2.x wheel's) rounds
+  // differently and those moves differ by 1.1e-5 after 10 steps at tp 2, while the rest
+  // agrees to 1e-8 (one value weight, its gradient near zero too, to 5e-6).
   EXPECT_LT(worst, 1e-5) << what << ": largest parameter difference after 10 steps";
 }
 
