@@ -26,7 +26,7 @@ if [ "${1:-}" = "--torch-wheel" ]; then
   build="${QN_BUILD_DIR:-$wheel/cmake}"
   prefix="$("$python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
   extra=(-DCMAKE_PREFIX_PATH="$prefix" -DQN_WITH_TORCH=ON -DQN_WITH_CUDA=ON
-         -DQN_WITH_SIM=OFF -DQN_WITH_QT=OFF -DQN_BUILD_BENCHMARKS=OFF)
+         -DQN_WITH_SIM=OFF -DQN_WITH_QT=OFF)
   cuda_root="$wheel/cuda-root"
   [ -d "$cuda_root" ] && extra+=(-DCUDA_TOOLKIT_ROOT_DIR="$cuda_root" -DCUDAToolkit_ROOT="$cuda_root"
                                   -DCMAKE_CUDA_COMPILER="$cuda_root/bin/nvcc")
