@@ -17,6 +17,8 @@ using quintnet::exec::attention_sdpa;
 
 enum Impl { kFused, kReference, kSdpa };
 
+// kFused runs attention_core, what the models run: the fused kernel, except on LibTorch
+// 2.x for heads 64 wide or more, which it hands to SDPA.
 // shape: batch, tokens, heads, head_dim, causal
 void run(benchmark::State& state, Impl impl, int64_t b, int64_t t, int64_t h, int64_t d, bool causal) {
   torch::set_num_threads(static_cast<int>(state.range(0)));
