@@ -1,43 +1,10 @@
 #include "core/schedule_trace.h"
 
 #include <map>
-#include <tuple>
+
+#include "core/schedule_interpreter.h"
 
 namespace quintnet::core {
-
-const char* trace_kind(ActionKind kind) {
-  switch (kind) {
-    case ActionKind::Forward: return "forward";
-    case ActionKind::Backward: return "backward";
-    case ActionKind::BackwardInput: return "backward-input";
-    case ActionKind::BackwardWeight: return "backward-weight";
-    case ActionKind::SendAct:
-    case ActionKind::SendGrad: return "send";
-    case ActionKind::RecvAct:
-    case ActionKind::RecvGrad: return "recv";
-    case ActionKind::GradSync: return "grad-sync";
-    case ActionKind::OptimizerStep: return "optimizer";
-  }
-  return "?";
-}
-
-namespace {
-
-Lane lane_of(ActionKind kind) {
-  if (is_p2p(kind)) return Lane::P2P;
-  if (kind == ActionKind::GradSync) return Lane::DpCollective;
-  return Lane::Compute;
-}
-
-std::string event_name(const Action& a) {
-  if (a.kind == ActionKind::GradSync) return "GRAD_SYNC c" + std::to_string(a.chunk);
-  if (a.kind == ActionKind::OptimizerStep) return "OPTIMIZER_STEP";
-  std::string name = std::string(action_name(a.kind)) + std::to_string(a.mb);
-  if (is_p2p(a.kind)) name = std::string(action_name(a.kind)) + " " + std::to_string(a.mb);
-  return name;
-}
-
-}  // namespace
 
 Trace schedule_to_trace(const Schedule& s, const ScheduleStats& stats, const OpCosts& costs, double us_per_unit) {
   Trace t;
@@ -52,34 +19,36 @@ Trace schedule_to_trace(const Schedule& s, const ScheduleStats& stats, const OpC
                {"peak_activations", stats.peak_activations}};
   for (int r = 0; r < s.pp; ++r) t.ranks.push_back({0, 0, r});
 
-  // Sends by message identity (gradient?, microbatch, receiving stage) -> send event.
-  std::map<std::tuple<bool, int, int>, std::pair<int, double>> sends;
-  for (int r = 0; r < s.pp; ++r)
-    for (const TimedAction& ta : stats.timeline[r]) {
+  // Each send's event, by message, for the arrows to the receives.
+  std::map<Message, std::pair<int, double>> sends;
+  std::vector<std::vector<Step>> steps;
+  for (int r = 0; r < s.pp; ++r) {
+    steps.push_back(interpret(s, r));
+    for (std::size_t i = 0; i < stats.timeline[r].size(); ++i) {
+      const TimedAction& ta = stats.timeline[r][i];
+      const Step& st = steps[r][i];
       const Action& a = ta.action;
       TraceEvent e;
-      e.name = event_name(a);
-      e.kind = trace_kind(a.kind);
+      e.name = st.name;
+      e.kind = st.kind;
       e.rank = r;
-      e.lane = lane_of(a.kind);
+      e.lane = st.lane;
       e.ts_us = ta.start * us_per_unit;
       e.dur_us = (ta.end - ta.start) * us_per_unit;
       e.mb = a.mb;
       e.chunk = a.chunk;
       e.peer = a.peer;
       t.events.push_back(e);
-      if (a.kind == ActionKind::SendAct || a.kind == ActionKind::SendGrad) {
-        const bool grad = a.kind == ActionKind::SendGrad;
-        const int to_stage = s.stage(r, a.chunk) + (grad ? -1 : 1);
-        sends[{grad, a.mb, to_stage}] = {r, e.ts_us};
-      }
+      if (a.kind == ActionKind::SendAct || a.kind == ActionKind::SendGrad) sends[*st.message] = {r, e.ts_us};
     }
+  }
   std::uint64_t next_id = 1;
   for (int r = 0; r < s.pp; ++r)
-    for (const TimedAction& ta : stats.timeline[r]) {
-      const Action& a = ta.action;
-      if (a.kind != ActionKind::RecvAct && a.kind != ActionKind::RecvGrad) continue;
-      const auto it = sends.find({a.kind == ActionKind::RecvGrad, a.mb, s.stage(r, a.chunk)});
+    for (std::size_t i = 0; i < stats.timeline[r].size(); ++i) {
+      const TimedAction& ta = stats.timeline[r][i];
+      const ActionKind kind = ta.action.kind;
+      if (kind != ActionKind::RecvAct && kind != ActionKind::RecvGrad) continue;
+      const auto it = sends.find(*steps[r][i].message);
       if (it == sends.end()) continue;
       TraceFlow f;
       f.id = next_id++;

@@ -8,10 +8,6 @@
 
 namespace quintnet::core {
 
-// The trace category of an action: forward, backward, backward-input,
-// backward-weight, send, recv, grad-sync, optimizer.
-const char* trace_kind(ActionKind kind);
-
 Trace schedule_to_trace(const Schedule& schedule, const ScheduleStats& stats, const OpCosts& costs,
                         double us_per_unit = 1000.0);
 

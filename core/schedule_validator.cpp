@@ -4,9 +4,9 @@
 #include <map>
 #include <set>
 #include <string>
-#include <tuple>
 
 #include "core/error.h"
+#include "core/schedule_interpreter.h"
 
 namespace quintnet::core {
 
@@ -25,8 +25,6 @@ double OpCosts::cost(ActionKind kind, int chunks) const {
 
 namespace {
 
-// A message is identified by what it carries: (gradient?, microbatch, receiving stage).
-using MessageKey = std::tuple<bool, int, int>;
 struct Posted {
   double time;
   int from_rank;
@@ -47,6 +45,7 @@ class Executor {
   ScheduleStats run() {
     check_shape();
     const int p = s_.pp;
+    for (int r = 0; r < p; ++r) steps_.push_back(interpret(s_, r));
     for (;;) {
       bool progress = false, all_done = true;
       for (int r = 0; r < p; ++r) {
@@ -116,10 +115,10 @@ class Executor {
   // Executes the next action of rank r if it can run; false when blocked in a RECV.
   bool step(int r) {
     RankState& st = ranks_[r];
-    const Action& a = s_.ranks[r][st.pc];
+    const Step& current = steps_[r][st.pc];
+    const Action& a = current.action;
     check_action_fields(r, a);
     const auto key = std::make_pair(a.mb, a.chunk);
-    const int stage = s_.stage(r, a.chunk);
     const double t = st.clock;
 
     switch (a.kind) {
@@ -151,7 +150,7 @@ class Executor {
       case ActionKind::SendAct:
       case ActionKind::SendGrad: {
         const bool grad = a.kind == ActionKind::SendGrad;
-        const int to_stage = grad ? stage - 1 : stage + 1;
+        const int to_stage = current.message->to_stage;
         if (to_stage < 0 || to_stage >= s_.num_stages())
           fail(r, a, grad ? "the first stage has no previous stage to send a gradient to"
                           : "the last stage has no next stage to send an activation to");
@@ -161,7 +160,7 @@ class Executor {
         if (a.peer != s_.rank_of_stage(to_stage))
           fail(r, a, "stage " + std::to_string(to_stage) + " lives on rank " +
                          std::to_string(s_.rank_of_stage(to_stage)) + ", not on rank " + std::to_string(a.peer));
-        if (!posted_.emplace(MessageKey{grad, a.mb, to_stage}, Posted{t, r}).second)
+        if (!posted_.emplace(*current.message, Posted{t, r}).second)
           fail(r, a, "this message is sent twice");
         record(r, a, t, t);
         ++st.pc;
@@ -170,13 +169,13 @@ class Executor {
       case ActionKind::RecvAct:
       case ActionKind::RecvGrad: {
         const bool grad = a.kind == ActionKind::RecvGrad;
-        const int from_stage = grad ? stage + 1 : stage - 1;
+        const int from_stage = current.message->from_stage;
         if (from_stage < 0 || from_stage >= s_.num_stages())
           fail(r, a, grad ? "the last stage receives no gradient" : "the first stage receives no activation");
         if (a.peer != s_.rank_of_stage(from_stage))
           fail(r, a, "stage " + std::to_string(from_stage) + " lives on rank " +
                          std::to_string(s_.rank_of_stage(from_stage)) + ", not on rank " + std::to_string(a.peer));
-        auto it = posted_.find(MessageKey{grad, a.mb, stage});
+        auto it = posted_.find(*current.message);
         if (it == posted_.end()) return false;  // blocked
         if (it->second.received) fail(r, a, "this message is received twice");
         it->second.received = true;
@@ -214,7 +213,7 @@ class Executor {
       if (st.pc >= s_.ranks[r].size()) continue;
       const Action& a = s_.ranks[r][st.pc];
       const ActionKind want = a.kind == ActionKind::RecvAct ? ActionKind::SendAct : ActionKind::SendGrad;
-      const int from_chunk = s_.chunk_of_stage(s_.stage(r, a.chunk) + (want == ActionKind::SendGrad ? 1 : -1));
+      const int from_chunk = s_.chunk_of_stage(steps_[r][st.pc].message->from_stage);
       const auto& peer_list = s_.ranks[a.peer];
       const Action match{want, a.mb, from_chunk, r};
       if (std::find(peer_list.begin() + ranks_[a.peer].pc, peer_list.end(), match) == peer_list.end())
@@ -228,12 +227,11 @@ class Executor {
   }
 
   void check_complete() const {
-    for (const auto& [key, msg] : posted_)
+    for (const auto& [message, msg] : posted_)
       if (!msg.received) {
-        const auto [grad, mb, to_stage] = key;
         throw ScheduleError("schedule " + s_.name + ": rank " + std::to_string(msg.from_rank) + ": " +
-                            (grad ? "SEND_GRAD" : "SEND_ACT") + " of microbatch " + std::to_string(mb) +
-                            " to rank " + std::to_string(s_.rank_of_stage(to_stage)) + " is never received");
+                            (message.grad ? "SEND_GRAD" : "SEND_ACT") + " of microbatch " + std::to_string(message.mb) +
+                            " to rank " + std::to_string(s_.rank_of_stage(message.to_stage)) + " is never received");
       }
     for (int stage = 0; stage < s_.num_stages(); ++stage) {
       const int r = s_.rank_of_stage(stage), c = s_.chunk_of_stage(stage);
@@ -270,7 +268,8 @@ class Executor {
   const Schedule& s_;
   const OpCosts& costs_;
   std::vector<RankState> ranks_;
-  std::map<MessageKey, Posted> posted_;
+  std::vector<std::vector<Step>> steps_;  // per rank: its actions, read (core/schedule_interpreter.h)
+  std::map<Message, Posted> posted_;
   ScheduleStats stats_;
 };
 

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/schedule_interpreter.h"
 #include "core/schedule_trace.h"
 
 namespace quintnet::core {

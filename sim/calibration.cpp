@@ -86,7 +86,7 @@ class CoreShare {
 // squares.  `part` is null for the run's tp, "tp1" for the unsharded copies.  False
 // when the trace has no usable probe of that part.
 bool fit_probe(const nlohmann::json& probe, const char* part, bool backward, const std::vector<double>& layers_of_rank,
-               const std::function<double(int rank, double micro_batch)>& flops_of_rank, OpCosts& costs) {
+               const std::function<double(int rank, double micro_batch)>& flops_of_rank, OpTimeModel& costs) {
   const char* field = backward ? "backward_s" : "forward_s";
   std::vector<double> t, flops;  // per size, summed over ranks
   double layers = 0;
@@ -175,7 +175,7 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
     throw core::UserError(source + ": the forward and backward events have no duration to calibrate from");
   // Op costs: from the probe when the trace has one (at the run's tp and unsharded),
   // else all FLOPs at the speed the training ops had.
-  OpCosts trained;
+  OpTimeModel trained;
   trained.forward_flops_per_s = forward.flops / forward.core_seconds;
   trained.backward_flops_per_s = backward.flops / backward.core_seconds;
   c.op_costs[tp] = trained;
@@ -194,11 +194,11 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
       }
       return sum;
     };
-    auto fit = [&](const char* part, int at_tp, OpCosts& costs) {
+    auto fit = [&](const char* part, int at_tp, OpTimeModel& costs) {
       return fit_probe(probe, part, false, layers_of_rank, [&](int r, double b) { return flops_of_rank(r, b, at_tp, false); }, costs) &&
              fit_probe(probe, part, true, layers_of_rank, [&](int r, double b) { return flops_of_rank(r, b, at_tp, true); }, costs);
     };
-    OpCosts probed, unsharded;
+    OpTimeModel probed, unsharded;
     if (fit(nullptr, tp, probed)) {
       c.op_costs[tp] = probed;
       c.probe_ranks = static_cast<int>(probe.size());
@@ -276,7 +276,7 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
   return c;
 }
 
-const OpCosts& Calibration::costs_for_tp(int tp) const {
+const OpTimeModel& Calibration::costs_for_tp(int tp) const {
   auto nearest = op_costs.begin();
   for (auto it = op_costs.begin(); it != op_costs.end(); ++it)
     if (std::abs(it->first - tp) < std::abs(nearest->first - tp)) nearest = it;
@@ -322,7 +322,7 @@ Calibration read_calibration(const std::string& path) {
     Calibration c;
     c.source = j.at("source").get<std::string>();
     for (const auto& k : j.at("op_costs")) {
-      OpCosts& costs = c.op_costs[k.at("tp").get<int>()];
+      OpTimeModel& costs = c.op_costs[k.at("tp").get<int>()];
       costs.forward_flops_per_s = k.at("forward_flops_per_s").get<double>();
       costs.forward_overhead_s = k.at("forward_overhead_s").get<double>();
       costs.backward_flops_per_s = k.at("backward_flops_per_s").get<double>();

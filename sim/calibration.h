@@ -36,14 +36,15 @@
 
 namespace quintnet::sim {
 
-// What an op costs at one core: layers x overhead + FLOPs / speed.
-struct OpCosts {
+// What an op costs at one core, fitted from a trace: layers x overhead + FLOPs / speed.
+// (Not core::OpCosts, the schedule model's per-action costs.)
+struct OpTimeModel {
   double forward_flops_per_s = 0, backward_flops_per_s = 0;  // the FLOP-proportional part
   double forward_overhead_s = 0, backward_overhead_s = 0;    // per layer
 };
 
 struct Calibration {
-  std::map<int, OpCosts> op_costs;  // by tensor-parallel degree: the run's, and 1 when probed
+  std::map<int, OpTimeModel> op_costs;  // by tensor-parallel degree: the run's, and 1 when probed
   int probe_ranks = 0;              // ranks whose op-shape probe gave them (0: none in the trace)
   double slowdown = 1;              // training ops' core-seconds / op_costs
   bool oversubscribed = false;      // whether the run had more ranks than cores
@@ -55,7 +56,7 @@ struct Calibration {
   std::string source;
 
   // The op costs at `tp`: measured ones, else those of the nearest measured degree.
-  const OpCosts& costs_for_tp(int tp) const;
+  const OpTimeModel& costs_for_tp(int tp) const;
   // The slowdown for a plan of `ranks` ranks: the measured one when the plan is of the
   // run's kind (more ranks than cores, or not), else 1 (not known from this run).
   double slowdown_for(int ranks) const;

@@ -50,7 +50,7 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
     if (calibration) {
       // The calibrated machine's op costs at this tp: a fixed part per layer and a part
       // per FLOP, times what sharing its CPU costs (sim/calibration.h).
-      const OpCosts& k = calibration->costs_for_tp(s.tp);
+      const OpTimeModel& k = calibration->costs_for_tp(s.tp);
       const double slowdown = calibration->slowdown_for(world);
       s.forward_s.push_back(slowdown * (layers * k.forward_overhead_s + fwd / k.forward_flops_per_s));
       // dX and dW each cost one forward's FLOPs and half the backward's fixed part.

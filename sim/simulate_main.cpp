@@ -76,7 +76,7 @@ int simulate(int argc, char** argv) {
     const int n = args.get_int("ranks", 8, 1, 1 << 20);
     if (n > platform.gpus()) throw core::UserError("--ranks " + std::to_string(n) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
     const double t = sim::simulate_ring_allreduce(bytes, n, platform);
-    if (args.flag("json")) std::printf("{\"allreduce_s\": %.17g, \"bytes\": %.17g, \"ranks\": %d}\n", t, bytes, n);
+    if (args.flag("json")) std::cout << nlohmann::ordered_json{{"allreduce_s", t}, {"bytes", bytes}, {"ranks", n}}.dump() << '\n';
     else std::printf("ring all-reduce of %.4g bytes over %d ranks: %.6g s\n", bytes, n, t);
     return 0;
   }
@@ -129,12 +129,20 @@ int simulate(int argc, char** argv) {
   double measured = 0;
   if (auto path = args.value("measured")) measured = core::mean_step_time_us(core::read_trace(*path)) * 1e-6;
   if (args.flag("json")) {
-    if (measured > 0) std::printf("{\"measured_step_time_s\": %.17g, ", measured);
-    std::printf("%s\"step_time_s\": %.17g, \"bubble_fraction\": %.17g, \"samples_per_s\": %.17g, \"tokens_per_s\": %.17g, "
-                "\"mfu\": %.6g, \"peak_memory_bytes\": %.17g, \"compute_fraction\": %.6g, \"exposed_comm_fraction\": %.6g, "
-                "\"ranks\": %d, \"events\": %zu, \"wall_s\": %.4g}\n",
-                measured > 0 ? "" : "{", step, r.bubble_fraction, samples_s, samples_s * plan.tokens_per_sample, mfu, peak_memory,
-                busy / (world * step), comm / (world * step), world, r.trace.events.size(), wall);
+    nlohmann::ordered_json j;
+    if (measured > 0) j["measured_step_time_s"] = measured;
+    j["step_time_s"] = step;
+    j["bubble_fraction"] = r.bubble_fraction;
+    j["samples_per_s"] = samples_s;
+    j["tokens_per_s"] = samples_s * plan.tokens_per_sample;
+    j["mfu"] = mfu;
+    j["peak_memory_bytes"] = peak_memory;
+    j["compute_fraction"] = busy / (world * step);
+    j["exposed_comm_fraction"] = comm / (world * step);
+    j["ranks"] = world;
+    j["events"] = r.trace.events.size();
+    j["wall_s"] = wall;
+    std::cout << j.dump() << std::endl;
     return 0;
   }
   std::printf("simulated: %s on %s (%d ranks)\n", what.c_str(), platform.name.c_str(), world);

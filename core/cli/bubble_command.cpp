@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/bubble_report.h"
 #include "core/cli/args.h"
 #include "core/cli/main_guard.h"
@@ -33,8 +35,9 @@ int bubble_command(int argc, char** argv) {
     const Schedule schedule = trace_schedule(trace, path);
     const BubbleReport r = bubble_report(trace, schedule);
     if (args.flag("json")) {
-      std::printf("{\"measured\": %.17g, \"predicted\": %.17g, \"replayed\": %.17g}\n", r.measured, r.predicted,
-                  r.replayed);
+      std::cout << nlohmann::ordered_json{{"measured", r.measured}, {"predicted", r.predicted}, {"replayed", r.replayed}}
+                       .dump()
+                << '\n';
       return 0;
     }
     std::printf("%s: %s, pp %d, %d microbatches, %d ranks\n", path.c_str(), schedule.name.c_str(), schedule.pp,

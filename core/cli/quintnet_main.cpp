@@ -1,5 +1,5 @@
-// `quintnet` — the git-style front door.  Built-in verbs (schedule, check-config) run
-// here; `quintnet VERB ...` runs the executable quintnet-VERB found next to this one
+// `quintnet` — the git-style front door.  Built-in verbs (schedule, check-config,
+// bubble: core's own) run here; `quintnet VERB ...` runs the executable quintnet-VERB found next to this one
 // (train, launch, simulate, view, ...: each module builds its own), so a build
 // without a module simply lacks its verbs.
 #include <limits.h>
@@ -16,16 +16,19 @@
 
 namespace {
 
+namespace cli = quintnet::core::cli;
+
 struct Verb {
   const char* name;
   const char* help;
+  int (*builtin)(int argc, char** argv) = nullptr;  // core's verbs; the others are executables
 };
 
 // Verbs of every module, in the order `quintnet --help` lists them.
 const std::vector<Verb> kVerbs = {
-    {"schedule", "draw and check a pipeline schedule; bubble fraction, memory"},
-    {"check-config", "validate a plan (YAML/JSON) before running it"},
-    {"bubble", "a traced run's measured bubble beside what the schedule model predicts"},
+    {"schedule", "draw and check a pipeline schedule; bubble fraction, memory", cli::schedule_command},
+    {"check-config", "validate a plan (YAML/JSON) before running it", cli::check_config_command},
+    {"bubble", "a traced run's measured bubble beside what the schedule model predicts", cli::bubble_command},
     {"launch", "start N local ranks with the torchrun environment"},
     {"train", "train a model on the plan's mesh (LibTorch)"},
     {"checkpoint", "export or reshard checkpoints"},
@@ -49,16 +52,14 @@ std::string self_dir() {
 
 bool executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
-bool builtin(const std::string& verb) { return verb == "schedule" || verb == "check-config"; }
-
 void print_help() {
   const std::string dir = self_dir();
-  std::cout << "usage: quintnet VERB [options]   (quintnet VERB --help for a verb's options)\n\n"
+  std::cout << "usage: quintnet VERB [options]   (quintnet VERB --help for a verb's options; quintnet --version)\n\n"
                "QuintNet: 3D-parallel training (exec), its simulation (sim) and timelines (view).\n\n"
                "verbs in this build:\n";
   std::vector<std::string> missing;
   for (const Verb& v : kVerbs) {
-    if (builtin(v.name) || executable(dir + "/quintnet-" + v.name)) {
+    if (v.builtin || executable(dir + "/quintnet-" + v.name)) {
       std::string name = v.name;
       name.resize(14, ' ');
       std::cout << "  " << name << v.help << '\n';
@@ -80,10 +81,13 @@ int main(int argc, char** argv) {
     print_help();
     return argc < 2 ? 2 : 0;
   }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::cout << "quintnet " << QN_VERSION << '\n';
+    return 0;
+  }
   const std::string verb = argv[1];
-  if (verb == "schedule") return quintnet::core::cli::schedule_command(argc - 1, argv + 1);
-  if (verb == "check-config") return quintnet::core::cli::check_config_command(argc - 1, argv + 1);
-  if (verb == "bubble") return quintnet::core::cli::bubble_command(argc - 1, argv + 1);
+  for (const Verb& v : kVerbs)
+    if (v.builtin && verb == v.name) return v.builtin(argc - 1, argv + 1);
 
   const std::string path = self_dir() + "/quintnet-" + verb;
   if (executable(path)) {

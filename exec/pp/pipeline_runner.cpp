@@ -1,7 +1,10 @@
 #include "exec/pp/pipeline_runner.h"
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+
 #include "core/error.h"
-#include "core/schedule_trace.h"
 #include "exec/trace/trace_recorder.h"
 #include "exec/train/autocast.h"
 
@@ -11,22 +14,20 @@ using core::Action;
 using core::ActionKind;
 
 PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens,
-                               int64_t hidden, bool bf16)
+                               int64_t hidden, bool bf16, int microbatch_threads)
     : schedule_(std::move(schedule)), model_(model), comm_(comm), pp_(comm.axis("pp")), pp_rank_(pp_.rank),
       tokens_(tokens), hidden_(hidden), bf16_(bf16) {
   if (schedule_.pp != pp_.size() || schedule_.chunks != static_cast<int>(model_.chunks.size()))
     throw core::UserError("schedule " + schedule_.name + " is for pp " + std::to_string(schedule_.pp) + " with " +
                           std::to_string(schedule_.chunks) + " chunks, the model has pp " + std::to_string(pp_.size()) +
                           " with " + std::to_string(model_.chunks.size()));
-  const auto& actions = schedule_.ranks[pp_rank_];
-  last_grad_action_.assign(schedule_.chunks, 0);
-  for (size_t i = 0; i < actions.size(); ++i)
-    if (actions[i].kind == ActionKind::Backward || actions[i].kind == ActionKind::BackwardWeight)
-      last_grad_action_[actions[i].chunk] = i;
-}
-
-int PipelineRunner::tag(bool grad, int mb, int to_stage) const {
-  return ((grad ? 1 : 0) * schedule_.num_stages() + to_stage) * schedule_.microbatches + mb;
+  steps_ = core::interpret(schedule_, pp_rank_);
+  if (microbatch_threads > 1) {
+    if (comm_.world_size() != 1 || model_.chunks.size() != 1)
+      throw core::UserError("microbatches side by side need a one-rank run with one chunk");
+    side_by_side_ = std::make_unique<MicrobatchThreads>(microbatch_threads,
+                                                        std::max(1, at::get_num_threads() / microbatch_threads));
+  }
 }
 
 torch::Tensor PipelineRunner::stage_forward(int c, const torch::Tensor& input) {
@@ -36,33 +37,36 @@ torch::Tensor PipelineRunner::stage_forward(int c, const torch::Tensor& input) {
   return model_.chunks[c].model->forward(input).to(torch::kFloat32);
 }
 
-void PipelineRunner::forward(int mb, int c, const std::vector<torch::Tensor>& inputs,
-                             const std::vector<torch::Tensor>& labels, torch::Tensor& stats) {
+void PipelineRunner::forward(const core::Step& step) {
+  const auto start = TraceRecorder::Clock::now();
+  const int mb = step.action.mb, c = step.action.chunk;
   Slot& slot = slots_[{mb, c}];
-  const int stage = model_.chunks[c].stage;
-  if (stage == 0) {
-    slot.input = inputs[mb];
-  } else if (schedule_.rank_of_stage(stage - 1) == pp_rank_) {
+  if (step.stage == 0) {
+    slot.input = (*inputs_)[mb];
+  } else if (schedule_.rank_of_stage(step.stage - 1) == pp_rank_) {
     // pp = 1 with several chunks: the previous stage is local.
     slot.input = slots_[{mb, c - 1}].output.detach().requires_grad_(true);
   }
   torch::Tensor out = stage_forward(c, slot.input);
   if (model_.is_last(c)) {
-    const StageLoss l = model_.chunks[c].model->loss(out, labels[mb]);
+    const StageLoss l = model_.chunks[c].model->loss(out, (*labels_)[mb]);
     slot.output = l.loss / schedule_.microbatches;
-    stats[0] += slot.output.detach();
-    stats[3 + mb] += l.loss.detach();
-    stats[1] += l.correct;
-    stats[2] += l.count;
+    stats_[0] += slot.output.detach();
+    stats_[3 + mb] += l.loss.detach();
+    stats_[1] += l.correct;
+    stats_[2] += l.count;
   } else {
     slot.output = out;
   }
+  trace(step, start);
 }
 
-void PipelineRunner::backward(const Action& a, size_t index) {
+void PipelineRunner::backward(const core::Step& step) {
+  const auto start = TraceRecorder::Clock::now();
+  const Action& a = step.action;
   ModelChunk& chunk = model_.chunks[a.chunk];
   Slot& slot = slots_[{a.mb, a.chunk}];
-  if (chunk.dp) chunk.dp->sync_next_backward(index == last_grad_action_[a.chunk]);
+  if (chunk.dp) chunk.dp->sync_next_backward(step.completes_gradients);
   const std::vector<torch::Tensor> grads =
       model_.is_last(a.chunk) ? std::vector<torch::Tensor>{} : std::vector<torch::Tensor>{slot.grad_output};
   const bool has_input_grad = chunk.stage > 0;
@@ -89,95 +93,131 @@ void PipelineRunner::backward(const Action& a, size_t index) {
     slot.input = torch::Tensor();
     slot.grad_output = torch::Tensor();
   }
+  trace(step, start);
 }
 
-StepStats PipelineRunner::share_from_last_stage(torch::Tensor stats) {
+void PipelineRunner::send(const core::Step& step) {
+  const auto start = TraceRecorder::Clock::now();
+  const Action& a = step.action;
+  Slot& slot = slots_[{a.mb, a.chunk}];
+  const bool grad = step.message->grad;
+  torch::Tensor t = (grad ? slot.input_grad : slot.output).detach().contiguous();
+  pending_sends_.emplace_back(comm_.send_async(pp_, t, a.peer, step.message->tag(schedule_)), t);
+  if (grad) slot.input_grad = torch::Tensor();
+  trace(step, start, t.numel() * t.element_size());
+}
+
+void PipelineRunner::recv(const core::Step& step) {
+  const auto start = TraceRecorder::Clock::now();
+  const Action& a = step.action;
+  const torch::Tensor& first_input = inputs_->front();
+  torch::Tensor t =
+      torch::empty({first_input.size(0), tokens_, hidden_}, first_input.options().dtype(torch::kFloat32));
+  comm_.recv(pp_, t, a.peer, step.message->tag(schedule_));
+  Slot& slot = slots_[{a.mb, a.chunk}];
+  if (step.message->grad)
+    slot.grad_output = t;
+  else
+    slot.input = t.requires_grad_(true);
+  trace(step, start, t.numel() * t.element_size());
+}
+
+void PipelineRunner::grad_sync(const core::Step& step) {
+  const auto start = TraceRecorder::Clock::now();
+  ModelChunk& chunk = model_.chunks[step.action.chunk];
+  if (chunk.dp) {
+    chunk.dp->finish();
+    if (TraceRecorder* tracer = comm_.tracer())
+      for (const auto& l : chunk.dp->last_step_launches())
+        tracer->event(core::Lane::DpCollective, "allreduce", "dp bucket " + std::to_string(l.bucket), l.start, l.end,
+                      -1, step.action.chunk, l.bytes);
+  }
+  trace(step, start);
+}
+
+TraceRecorder::Clock::time_point PipelineRunner::trace(const core::Step& step, TraceRecorder::Clock::time_point start,
+                                                      std::int64_t bytes) {
+  const auto end = TraceRecorder::Clock::now();
+  TraceRecorder* tracer = comm_.tracer();
+  if (!tracer || !tracer->active()) return end;
+  const int peer = step.action.peer >= 0 ? pp_.ranks[step.action.peer] : -1;
+  tracer->event(step.lane, step.kind, step.name, start, end, step.action.mb, step.action.chunk, bytes, peer);
+  if (step.action.kind == ActionKind::SendAct || step.action.kind == ActionKind::SendGrad)
+    tracer->send(step.message->tag(schedule_), peer, start);
+  if (step.action.kind == ActionKind::RecvAct || step.action.kind == ActionKind::RecvGrad)
+    tracer->recv(step.message->tag(schedule_), peer, end);
+  return end;
+}
+
+std::vector<double> PipelineRunner::share_from_last_stage(torch::Tensor stats) {
   // The last stage computed the figures; everybody else learns them from it.
   const int last_rank = schedule_.rank_of_stage(schedule_.num_stages() - 1);
   comm_.broadcast(pp_, stats, last_rank);
-  const torch::Tensor cpu = stats.cpu();
-  StepStats out{cpu[0].item<double>(), cpu[1].item<double>(), cpu[2].item<double>(), {}};
-  for (int64_t i = 3; i < cpu.size(0); ++i) out.mb_losses.push_back(cpu[i].item<double>());
-  return out;
+  const torch::Tensor cpu = stats.cpu().contiguous();
+  return std::vector<double>(cpu.data_ptr<double>(), cpu.data_ptr<double>() + cpu.numel());
+}
+
+StepStats PipelineRunner::step_stats(torch::Tensor stats) {
+  const std::vector<double> v = share_from_last_stage(std::move(stats));
+  return {v[0], v[1], v[2], std::vector<double>(v.begin() + 3, v.end())};
+}
+
+StepStats PipelineRunner::train_step_side_by_side(const std::vector<torch::Tensor>& inputs,
+                                                   const std::vector<torch::Tensor>& labels) {
+  // One stage, so each microbatch is a whole forward and backward pass.  A worker asks
+  // autograd for its microbatch's gradients instead of accumulating them (two threads
+  // adding into one buffer would add in a random order); they are added here, in
+  // microbatch order, as the sequential loop adds them.  Rounds of size() microbatches.
+  ModelChunk& chunk = model_.chunks.front();
+  const std::vector<torch::Tensor> params = chunk.model->parameters();
+  const int m = schedule_.microbatches;
+  struct Microbatch {
+    torch::Tensor scaled_loss, loss, correct;
+    double count = 0;
+    std::vector<torch::Tensor> grads;
+  };
+  const auto options = torch::TensorOptions().dtype(torch::kFloat64).device(inputs.front().device());
+  torch::Tensor stats = torch::zeros({3 + m}, options);  // as train_step's
+  for (int first = 0; first < m; first += side_by_side_->size()) {
+    std::vector<Microbatch> done(std::min(side_by_side_->size(), m - first));
+    side_by_side_->run(static_cast<int>(done.size()), [&](int i) {
+      const int mb = first + i;
+      const StageLoss l = chunk.model->loss(stage_forward(0, inputs[mb]), labels[mb]);
+      Microbatch& d = done[i];
+      d.scaled_loss = l.loss / m;
+      d.grads = torch::autograd::grad({d.scaled_loss}, params, {}, false, false, /*allow_unused=*/true);
+      d.scaled_loss = d.scaled_loss.detach();
+      d.loss = l.loss.detach();
+      d.correct = l.correct;
+      d.count = l.count;
+    });
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < done.size(); ++i) {
+      const Microbatch& d = done[i];
+      stats[0] += d.scaled_loss;
+      stats[3 + first + static_cast<int>(i)] += d.loss;
+      stats[1] += d.correct;
+      stats[2] += d.count;
+      for (size_t j = 0; j < params.size(); ++j)
+        if (d.grads[j].defined()) params[j].grad().add_(d.grads[j]);
+    }
+  }
+  return step_stats(stats);
 }
 
 StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels) {
+  if (side_by_side_) return train_step_side_by_side(inputs, labels);
   const auto options = torch::TensorOptions().dtype(torch::kFloat64).device(inputs.front().device());
-  torch::Tensor stats = torch::zeros({3 + schedule_.microbatches}, options);  // loss, correct, samples, per-mb losses
-  const int64_t micro = inputs.front().size(0);
-  const auto& actions = schedule_.ranks[pp_rank_];
-  TraceRecorder* tracer = comm_.tracer();
-  for (size_t i = 0; i < actions.size(); ++i) {
-    const Action& a = actions[i];
-    const int stage = schedule_.stage(pp_rank_, a.chunk);
-    const auto start = TraceRecorder::Clock::now();
-    int message_tag = -1;
-    std::int64_t bytes = 0;
-    switch (a.kind) {
-      case ActionKind::Forward:
-        forward(a.mb, a.chunk, inputs, labels, stats);
-        break;
-      case ActionKind::Backward:
-      case ActionKind::BackwardInput:
-      case ActionKind::BackwardWeight:
-        backward(a, i);
-        break;
-      case ActionKind::SendAct:
-      case ActionKind::SendGrad: {
-        const bool grad = a.kind == ActionKind::SendGrad;
-        Slot& slot = slots_[{a.mb, a.chunk}];
-        torch::Tensor t = (grad ? slot.input_grad : slot.output).detach().contiguous();
-        message_tag = tag(grad, a.mb, stage + (grad ? -1 : 1));
-        bytes = t.numel() * t.element_size();
-        pending_sends_.emplace_back(comm_.send_async(pp_, t, a.peer, message_tag), t);
-        if (grad) slot.input_grad = torch::Tensor();
-        break;
-      }
-      case ActionKind::RecvAct:
-      case ActionKind::RecvGrad: {
-        const bool grad = a.kind == ActionKind::RecvGrad;
-        torch::Tensor t = torch::empty({micro, tokens_, hidden_}, inputs.front().options().dtype(torch::kFloat32));
-        message_tag = tag(grad, a.mb, stage);
-        bytes = t.numel() * t.element_size();
-        comm_.recv(pp_, t, a.peer, message_tag);
-        Slot& slot = slots_[{a.mb, a.chunk}];
-        if (grad)
-          slot.grad_output = t;
-        else
-          slot.input = t.requires_grad_(true);
-        break;
-      }
-      case ActionKind::GradSync:
-        if (model_.chunks[a.chunk].dp) {
-          model_.chunks[a.chunk].dp->finish();
-          if (tracer)
-            for (const auto& l : model_.chunks[a.chunk].dp->last_step_launches())
-              tracer->event(core::Lane::DpCollective, "allreduce", "dp bucket " + std::to_string(l.bucket), l.start,
-                            l.end, -1, a.chunk, l.bytes);
-        }
-        break;
-      case ActionKind::OptimizerStep:
-        break;
-    }
-    if (tracer && tracer->active() && a.kind != ActionKind::OptimizerStep) {
-      const auto end = TraceRecorder::Clock::now();
-      const int peer = a.peer >= 0 ? pp_.ranks[a.peer] : -1;
-      const core::Lane lane = core::is_p2p(a.kind) ? core::Lane::P2P
-                              : a.kind == ActionKind::GradSync ? core::Lane::DpCollective
-                                                                : core::Lane::Compute;
-      const std::string name = core::is_p2p(a.kind) || a.kind == ActionKind::GradSync
-                                   ? core::to_string(a)
-                                   : std::string(core::action_name(a.kind)) + std::to_string(a.mb);
-      tracer->event(lane, core::trace_kind(a.kind), name, start, end, a.mb, a.chunk, bytes, peer);
-      if (a.kind == ActionKind::SendAct || a.kind == ActionKind::SendGrad) tracer->send(message_tag, peer, start);
-      if (a.kind == ActionKind::RecvAct || a.kind == ActionKind::RecvGrad) tracer->recv(message_tag, peer, end);
-    }
-  }
+  stats_ = torch::zeros({3 + schedule_.microbatches}, options);  // loss, correct, samples, per-mb losses
+  inputs_ = &inputs;
+  labels_ = &labels;
+  core::run_schedule(steps_, *this);
   for (auto& [work, tensor] : pending_sends_) comm_.wait(*work, "pipeline send");
   pending_sends_.clear();
   slots_.clear();
+  inputs_ = labels_ = nullptr;
   sync_tied_gradients();
-  return share_from_last_stage(stats);
+  return step_stats(std::exchange(stats_, torch::Tensor()));
 }
 
 void PipelineRunner::sync_tied_gradients() {
@@ -206,7 +246,7 @@ void PipelineRunner::sync_tied_gradients() {
   for (auto& p : held) p.grad().copy_(sum.view_as(p.grad()));
 }
 
-StepStats PipelineRunner::evaluate(const torch::Tensor& input, const torch::Tensor& labels) {
+EvalStats PipelineRunner::evaluate(const torch::Tensor& input, const torch::Tensor& labels) {
   torch::NoGradGuard no_grad;
   torch::Tensor stats = torch::zeros({3}, torch::TensorOptions().dtype(torch::kFloat64).device(input.device()));
   torch::Tensor x;
@@ -217,7 +257,7 @@ StepStats PipelineRunner::evaluate(const torch::Tensor& input, const torch::Tens
       x = input;
     } else if (schedule_.rank_of_stage(stage - 1) != pp_rank_) {
       x = torch::empty({input.size(0), tokens_, hidden_}, input.options().dtype(torch::kFloat32));
-      comm_.recv(pp_, x, schedule_.rank_of_stage(stage - 1), tag(false, 0, stage));
+      comm_.recv(pp_, x, schedule_.rank_of_stage(stage - 1), core::Message{false, 0, stage - 1, stage}.tag(schedule_));
     }
     x = stage_forward(static_cast<int>(c), x);
     if (model_.is_last(static_cast<int>(c))) {
@@ -227,11 +267,13 @@ StepStats PipelineRunner::evaluate(const torch::Tensor& input, const torch::Tens
       stats[2] += l.count;
     } else if (schedule_.rank_of_stage(stage + 1) != pp_rank_) {
       torch::Tensor t = x.contiguous();
-      comm_.wait(*comm_.send_async(pp_, t, schedule_.rank_of_stage(stage + 1), tag(false, 0, stage + 1)),
+      comm_.wait(*comm_.send_async(pp_, t, schedule_.rank_of_stage(stage + 1),
+                                   core::Message{false, 0, stage, stage + 1}.tag(schedule_)),
                  "pipeline send");
     }
   }
-  return share_from_last_stage(stats);
+  const std::vector<double> v = share_from_last_stage(stats);
+  return {v[0], v[1], v[2]};
 }
 
 }  // namespace quintnet::exec

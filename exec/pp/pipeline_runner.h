@@ -2,15 +2,22 @@
 // PipelineRunner — executes this rank's list of a core::Schedule, action by action.
 // Nothing else decides the order: F, B, BI/BW, SEND_*/RECV_* (c10d isend / recv on the
 // pp group), GRAD_SYNC (the chunk's DP buckets) and OPTIMIZER_STEP (returns to the
-// trainer).  With pp = 1 the same code runs the plain gradient-accumulation loop.
+// trainer).  With pp = 1 the same code runs the plain gradient-accumulation loop —
+// or, on a one-rank run given microbatch threads, computes the microbatches side by
+// side (exec/pp/microbatch_threads.h); the gradients are the same.
 #include <torch/torch.h>
 
+#include <chrono>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "core/schedule.h"
+#include "core/schedule_interpreter.h"
 #include "exec/comm/communicator.h"
+#include "exec/pp/microbatch_threads.h"
 #include "exec/train/strategy.h"
 
 namespace quintnet::exec {
@@ -20,24 +27,33 @@ struct StepStats {
   double loss = 0.0;     // mean over the microbatches of this rank's dp shard
   double correct = 0.0;  // samples classified right
   double samples = 0.0;
-  std::vector<double> mb_losses;  // per microbatch, in microbatch order (training steps)
+  std::vector<double> mb_losses;  // per microbatch, in microbatch order
 };
 
-class PipelineRunner {
+// One evaluation batch's figures, summed: the caller divides once, over all batches.
+struct EvalStats {
+  double loss_sum = 0.0;  // the samples' losses added up
+  double correct = 0.0;
+  double samples = 0.0;
+};
+
+class PipelineRunner : private core::ScheduleHandler {
  public:
   // tokens, hidden: the activation shape between stages is [micro-batch, tokens, hidden].
   // bf16: forward passes under autocast (exec/train/autocast.h); what crosses a stage
   // boundary and what the loss reads stay fp32.
+  // microbatch_threads > 1 (one rank, one chunk, no dropout: the trainer decides):
+  // that many microbatches at once, the rank's intra-op threads shared among them.
   PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens, int64_t hidden,
-                 bool bf16 = false);
+                 bool bf16 = false, int microbatch_threads = 1);
 
   // One optimizer step's forward and backward passes (everything up to OPTIMIZER_STEP).
   // inputs/labels: one tensor per microbatch (the first stage reads the inputs, the
   // last the labels).
   StepStats train_step(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels);
 
-  // Forward only through all stages; returns {loss sum, correct, samples} on every pp rank.
-  StepStats evaluate(const torch::Tensor& input, const torch::Tensor& labels);
+  // Forward only through all stages; the figures on every pp rank.
+  EvalStats evaluate(const torch::Tensor& input, const torch::Tensor& labels);
 
  private:
   struct Slot {  // one (microbatch, chunk) in flight
@@ -45,12 +61,22 @@ class PipelineRunner {
   };
   using Key = std::pair<int, int>;  // (mb, chunk)
 
+  // The schedule's actions (core::run_schedule calls them in this rank's order).
+  void forward(const core::Step& step) override;
+  void backward(const core::Step& step) override;
+  void send(const core::Step& step) override;
+  void recv(const core::Step& step) override;
+  void grad_sync(const core::Step& step) override;
+  void optimizer_step(const core::Step&) override {}  // the trainer's, after train_step returns
+  // The action's event in the trace (when tracing), from `start` to now (returned).
+  std::chrono::steady_clock::time_point trace(const core::Step& step, std::chrono::steady_clock::time_point start,
+                                              std::int64_t bytes = 0);
+
   torch::Tensor stage_forward(int c, const torch::Tensor& input);  // chunk c's model, under autocast with bf16
-  void forward(int mb, int c, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels,
-               torch::Tensor& stats);
-  void backward(const core::Action& a, size_t index);
-  int tag(bool grad, int mb, int to_stage) const;
-  StepStats share_from_last_stage(torch::Tensor stats);
+  StepStats train_step_side_by_side(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels);
+  // The last stage's figures (a float64 tensor), broadcast to every pp rank.
+  std::vector<double> share_from_last_stage(torch::Tensor stats);
+  StepStats step_stats(torch::Tensor stats);  // {loss, correct, samples, per-mb losses...}
   void sync_tied_gradients();
 
   core::Schedule schedule_;
@@ -60,9 +86,14 @@ class PipelineRunner {
   int pp_rank_;
   int64_t tokens_, hidden_;
   bool bf16_;
-  std::vector<size_t> last_grad_action_;  // per chunk: index of the action that completes its gradients
+  std::vector<core::Step> steps_;  // this rank's actions, read (core/schedule_interpreter.h)
+  // The step being run: its microbatches and the statistics the last stage adds up.
+  const std::vector<torch::Tensor>* inputs_ = nullptr;
+  const std::vector<torch::Tensor>* labels_ = nullptr;
+  torch::Tensor stats_;
   std::map<Key, Slot> slots_;
   std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, torch::Tensor>> pending_sends_;
+  std::unique_ptr<MicrobatchThreads> side_by_side_;  // null: one microbatch after another
   bool tied_checked_ = false;  // tied parameters: looked up once, on the first step
   int64_t tied_numel_ = 0;
 };

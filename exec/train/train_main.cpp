@@ -41,6 +41,8 @@ const std::vector<OptionSpec> kOptions = {
     {"no-eval", "", "skip the evaluation at the end of each epoch"},
     {"quiet", "", "no progress line"},
     {"threads", "N", "intra-op threads per rank [cores / local ranks]"},
+    {"microbatch-threads", "N",
+     "one-rank runs: N microbatches at once, the threads shared among them [one per thread where exact; 1: off]"},
     {"timeout", "SECONDS", "communication timeout: a silent peer ends the run after this long [300]"},
 };
 
@@ -83,6 +85,7 @@ int train(int argc, char** argv) {
   options.checkpoint_keep = args.get_int("checkpoint-keep", 3, 0, 1 << 20);
   options.resume_path = args.get("resume", "");
   options.stop_at_step = args.get_int("stop-at-step", 0, 0, 1 << 30);
+  options.microbatch_threads = args.get_int("microbatch-threads", 0, 1, 1024);
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     throw UsageError("--checkpoint-every needs --checkpoint-dir DIR");
   options.evaluate = !args.flag("no-eval");

@@ -1,24 +1,23 @@
 #include "exec/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <thread>
 
 #include "core/error.h"
-#include "core/stage_balance.h"
+#include "core/schedule_generators.h"
 #include "exec/checkpoint/checkpoint.h"
 #include "exec/data/batch_sampler.h"
-#include "exec/train/op_probe.h"
 #include "exec/data/training_data.h"
 #include "exec/models/gpt2.h"
 #include "exec/models/vit.h"
-#include "core/schedule_generators.h"
-#include "core/bubble_report.h"
 #include "exec/trace/trace_recorder.h"
 #include "exec/train/lr_schedule.h"
 #include "exec/train/progress.h"
+#include "exec/train/run_log.h"
+#include "exec/train/run_trace.h"
 
 namespace quintnet::exec {
 namespace {
@@ -26,6 +25,28 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// How many microbatches a step computes at once (exec/pp/microbatch_threads.h): by
+// default one per intra-op thread, where that is exact and deterministic — one rank
+// with one chunk (collectives are issued from one thread), the CPU, no dropout (two
+// threads drawing masks from one generator draw them in no fixed order), no trace (a
+// rank's lane shows one op at a time).  Asked for explicitly where it cannot be: an error.
+int microbatches_side_by_side(const core::Plan& p, const Communicator& comm, const TrainOptions& o, size_t chunks) {
+  const bool dropout =
+      p.model.is_gpt() ? p.model.attn_pdrop + p.model.embd_pdrop + p.model.resid_pdrop > 0 : p.model.dropout > 0;
+  const char* why_not = comm.world_size() != 1 || chunks != 1 ? "it needs a one-rank run"
+                        : p.device_type != "cpu"               ? "it is for the CPU"
+                        : dropout                              ? "the plan has dropout"
+                        : !o.trace_path.empty()                ? "a traced run computes one microbatch at a time"
+                        : p.microbatches() < 2                 ? "the plan has one microbatch per step"
+                                                               : nullptr;
+  if (why_not) {
+    if (o.microbatch_threads > 1)
+      throw core::UserError("--microbatch-threads " + std::to_string(o.microbatch_threads) + ": " + why_not);
+    return 1;
+  }
+  return std::min(o.microbatch_threads > 0 ? o.microbatch_threads : torch::get_num_threads(), p.microbatches());
+}
 
 }  // namespace
 
@@ -81,8 +102,8 @@ Trainer::Evaluation Trainer::evaluate(PipelineRunner& runner, ParallelModel& pm,
     std::vector<int64_t> idx;
     for (std::int64_t i = start; i < std::min(end, start + chunk); ++i) idx.push_back(i);
     auto [inputs, labels] = data.val_batch(idx, device_);
-    const StepStats s = runner.evaluate(inputs, labels);
-    totals[0] += s.loss;
+    const EvalStats s = runner.evaluate(inputs, labels);
+    totals[0] += s.loss_sum;
     totals[1] += s.correct;
     totals[2] += s.samples;
   }
@@ -106,6 +127,38 @@ void Trainer::save_params(ParallelModel& pm) {
   if (!out) throw core::UserError("--save-params: cannot write " + path);
 }
 
+Trainer::StepOutcome Trainer::train_step(PipelineRunner& runner, ParallelModel& pm,
+                                         std::vector<std::unique_ptr<FlatAdamW>>& optimizers, RunTrace& trace,
+                                         const std::vector<torch::Tensor>& inputs,
+                                         const std::vector<torch::Tensor>& labels, double lr) {
+  for (auto& chunk : pm.chunks) chunk.flat->zero_grad();
+  StepOutcome out;
+  out.stats = runner.train_step(inputs, labels);
+  const auto optimizer_start = TraceRecorder::Clock::now();
+  out.grad_norm = clip_gradients(pm);
+  for (auto& opt : optimizers) opt->step(lr);
+  trace.optimizer(optimizer_start);
+  // The loss of the global batch: the mean over dp replicas.
+  Group& dp = comm_.axis("dp");
+  torch::Tensor step_loss = torch::full({1}, out.stats.loss, stats_options());
+  comm_.all_reduce_sum(dp, step_loss);
+  out.global_loss = step_loss.item<double>() / dp.size();
+  return out;
+}
+
+bool Trainer::no_longer_improving(double val_loss, Manifest& state, RunLog& log) const {
+  if (val_loss < state.best_val_loss - 1e-6) {
+    state.best_val_loss = val_loss;
+    state.epochs_without_improvement = 0;
+    return false;
+  }
+  if (plan_.patience > 0 && ++state.epochs_without_improvement >= plan_.patience) {
+    log.message("early stopping: no validation improvement for " + std::to_string(plan_.patience) + " epochs");
+    return true;
+  }
+  return false;
+}
+
 TrainResult Trainer::run() {
   const auto t0 = Clock::now();
   const core::Plan& p = plan_;
@@ -117,28 +170,20 @@ TrainResult Trainer::run() {
   serial->to(device_);
   auto pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
   serial = nullptr;
-
   std::vector<std::unique_ptr<FlatAdamW>> optimizers;
   for (auto& chunk : pm->chunks) optimizers.push_back(std::make_unique<FlatAdamW>(*chunk.flat, p.weight_decay));
+
   const int m = p.microbatches();
+  const core::Schedule schedule =
+      core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), m, static_cast<int>(pm->chunks.size()));
   // The activations between stages: [micro-batch, tokens, hidden].
   const int64_t tokens = p.model.is_gpt()
                              ? p.max_seq_length
                              : (p.model.img_size / p.model.patch_size) * (p.model.img_size / p.model.patch_size) + 1;
-  PipelineRunner runner(core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), m,
-                                            static_cast<int>(pm->chunks.size())),
-                        *pm, comm_, tokens, p.model.hidden(), p.precision == "bf16");
+  const int side_by_side = microbatches_side_by_side(p, comm_, options_, pm->chunks.size());
+  PipelineRunner runner(schedule, *pm, comm_, tokens, p.model.hidden(), p.precision == "bf16", side_by_side);
   Group& dp = comm_.axis("dp");
-  // Tracing: clocks start together after a barrier; steps [first, first + n) are recorded.
-  std::unique_ptr<TraceRecorder> tracer;
-  long trace_first = 0;
-  if (!options_.trace_path.empty()) {
-    tracer = std::make_unique<TraceRecorder>(comm_.mesh(), comm_.rank());
-    comm_.set_tracer(tracer.get());
-    comm_.barrier(comm_.world());
-    tracer->set_origin(TraceRecorder::Clock::now());
-    tracer->share_origin(comm_, device_);
-  }
+
   BatchSampler sampler(data->train_size(), p.batch_size, p.seed);
   const long per_epoch = sampler.batches_per_epoch();
   if (per_epoch == 0)
@@ -146,42 +191,16 @@ TrainResult Trainer::run() {
                           std::to_string(data->train_size()) + " training samples");
   const long total_steps = options_.max_steps > 0 ? options_.max_steps : per_epoch * p.num_epochs;
   const int epochs = static_cast<int>((total_steps + per_epoch - 1) / per_epoch);
-  if (tracer) trace_first = total_steps > 1 ? 1 : 0;
-
-  std::ofstream metrics;
-  if (is_logger_ && !options_.metrics_path.empty()) {
-    metrics.open(options_.metrics_path, std::ios::trunc);
-    if (!metrics) throw core::UserError("--metrics: cannot write " + options_.metrics_path);
-  }
-  if (is_logger_)
-    std::printf("training %s (%s) on %s (%s, %s): %s, %ld steps/epoch, global batch %d = micro %d x %d "
-                "microbatches x dp %d\n",
-                p.model.kind.c_str(), p.precision.c_str(), p.mesh().shape_string().c_str(), p.strategy().c_str(),
-                core::schedule_kind_name(p.schedule_kind()), data->describe().c_str(), per_epoch, p.batch_size,
-                p.micro_batch_size(), m, p.dp());
-  if (is_logger_ && p.pp() * p.virtual_stages > 1) {
-    const core::ModelDims dims = core::model_dims(p.model, p.max_seq_length);
-    const std::string note = core::stage_balance_note(dims, core::balanced_stages(dims, p.pp() * p.virtual_stages));
-    std::printf("pipeline: %s\n", note.c_str());
-  }
-  // The original's tables: accuracy for the classifier, perplexity for the language model.
-  const bool lm = p.model.is_gpt();
-  if (is_logger_ && options_.evaluate)
-    std::printf(lm ? "\n| Epoch | Train Loss | Train PPL | Val Loss | Val PPL |\n|-------|------------|-----------|----------|---------|\n"
-                   : "\n| Epoch | Train Loss | Train Acc | Val Loss | Val Acc |\n|-------|------------|-----------|----------|---------|\n");
-  std::fflush(stdout);
+  RunTrace trace(options_, comm_, device_, total_steps);
+  RunLog log(p, options_, is_logger_);
+  log.start(*data, per_epoch, side_by_side);
 
   // Where the run stands: a fresh start, or what a checkpoint recorded.
   Manifest state;
   state.total_steps = total_steps;
   if (!options_.resume_path.empty()) {
     state = load_checkpoint(options_.resume_path, comm_, p, *pm, optimizers);
-    if (is_logger_) {
-      std::printf("resumed from %s at step %ld\n", resolve_checkpoint(options_.resume_path).c_str(), state.step);
-      if (state.total_steps != total_steps)
-        std::printf("note: the checkpoint's run planned %ld steps, this one %ld: the learning-rate schedule differs\n",
-                    state.total_steps, total_steps);
-    }
+    log.resumed(resolve_checkpoint(options_.resume_path), state.step, state.total_steps, total_steps);
     state.total_steps = total_steps;
   }
   const std::optional<CheckpointWriter> checkpoints =
@@ -221,54 +240,30 @@ TrainResult Trainer::run() {
     long k = first_k;
     for (; k < per_epoch && step < last_step; ++k) {
       const double lr = learning_rate_at(step, total_steps, p.warmup_steps, p.learning_rate);
-      if (tracer) tracer->set_step(static_cast<int>(step), step >= trace_first && step < trace_first + options_.trace_steps);
-      for (auto& chunk : pm->chunks) chunk.flat->zero_grad();
+      trace.begin_step(step);
       std::vector<torch::Tensor> inputs, labels;
       for (int j = 0; j < m; ++j) {
         auto [x, y] = data->train_batch(sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), device_);
         inputs.push_back(x);
         labels.push_back(y);
       }
-      const StepStats s = runner.train_step(inputs, labels);
-      const auto optimizer_start = TraceRecorder::Clock::now();
-      const double grad_norm = clip_gradients(*pm);
-      for (auto& opt : optimizers) opt->step(lr);
-      if (tracer)
-        tracer->event(core::Lane::Compute, "optimizer", "OPTIMIZER_STEP", optimizer_start, TraceRecorder::Clock::now());
-
-      // The loss of the global batch: the mean over dp replicas.
-      torch::Tensor step_loss = torch::full({1}, s.loss, stats_options());
-      comm_.all_reduce_sum(dp, step_loss);
-      const double global_loss = step_loss.item<double>() / dp.size();
-      epoch_stats[0] += s.loss * s.samples;
-      epoch_stats[1] += s.correct;
-      epoch_stats[2] += s.samples;
+      const StepOutcome s = train_step(runner, *pm, optimizers, trace, inputs, labels, lr);
+      epoch_stats[0] += s.stats.loss * s.stats.samples;
+      epoch_stats[1] += s.stats.correct;
+      epoch_stats[2] += s.stats.samples;
       samples_done += p.batch_size;
-      const double rate = samples_done / std::max(1e-9, seconds_since(train_start));
-      result.final_train_loss = global_loss;
-      if (metrics.is_open()) {
-        char line[256];
-        std::snprintf(line, sizeof(line),
-                      "{\"step\": %ld, \"epoch\": %d, \"loss\": %.17g, \"lr\": %.9g, \"grad_norm\": %.9g, "
-                      "\"samples_per_s\": %.6g, \"mb_losses\": [",
-                      step + 1, epoch + 1, global_loss, lr, grad_norm, rate);
-        metrics << line;
-        for (size_t j = 0; j < s.mb_losses.size(); ++j) {
-          std::snprintf(line, sizeof(line), "%s%.17g", j ? ", " : "", s.mb_losses[j]);
-          metrics << line;
-        }
-        metrics << "]}\n" << std::flush;
-      }
+      result.final_train_loss = s.global_loss;
+      log.step(step + 1, epoch + 1, s.global_loss, lr, s.grad_norm,
+               samples_done / std::max(1e-9, seconds_since(train_start)), s.stats.mb_losses);
       char note[64];
-      std::snprintf(note, sizeof(note), "loss %.4f", global_loss);
+      std::snprintf(note, sizeof(note), "loss %.4f", s.global_loss);
       progress.update(k + 1 - first_k, static_cast<long>((k + 1 - first_k) * p.batch_size), note);
       ++step;
       if (k + 1 < per_epoch && step < total_steps && checkpoint_due()) save_checkpoint(true);
     }
     if (k < per_epoch && step < total_steps) {  // stopped inside the epoch (--stop-at-step): no epoch row
-      if (is_logger_)
-        std::printf("stopped after step %ld of %ld (--stop-at-step)%s\n", step, total_steps,
-                    saved_step == step ? "; continue with --resume" : "");
+      log.message("stopped after step " + std::to_string(step) + " of " + std::to_string(total_steps) +
+                  " (--stop-at-step)" + (saved_step == step ? "; continue with --resume" : ""));
       break;
     }
     comm_.all_reduce_sum(dp, epoch_stats);
@@ -277,23 +272,9 @@ TrainResult Trainer::run() {
     if (options_.evaluate) {
       const Evaluation ev = evaluate(runner, *pm, *data);
       result.final_val_loss = ev.loss;
-      if (!lm) result.final_val_accuracy = ev.accuracy;
-      if (is_logger_) {
-        if (lm)
-          std::printf("| %5d | %10.4f | %9.2f | %8.4f | %7.2f |\n", epoch + 1, train_loss, std::exp(train_loss), ev.loss,
-                      std::exp(ev.loss));
-        else
-          std::printf("| %5d | %10.4f | %8.2f%% | %8.4f | %6.2f%% |\n", epoch + 1, train_loss, 100 * train_acc, ev.loss,
-                      100 * ev.accuracy);
-        std::fflush(stdout);
-      }
-      if (ev.loss < state.best_val_loss - 1e-6) {
-        state.best_val_loss = ev.loss;
-        state.epochs_without_improvement = 0;
-      } else if (p.patience > 0 && ++state.epochs_without_improvement >= p.patience) {
-        if (is_logger_) std::printf("early stopping: no validation improvement for %d epochs\n", p.patience);
-        stop_early = true;
-      }
+      if (!p.model.is_gpt()) result.final_val_accuracy = ev.accuracy;
+      log.epoch(epoch + 1, train_loss, train_acc, ev.loss, ev.accuracy);
+      stop_early = no_longer_improving(ev.loss, state, log);
     }
     if (checkpoint_due() || (checkpoints && stop_early)) save_checkpoint(false);
     if (stop_early) break;
@@ -303,36 +284,10 @@ TrainResult Trainer::run() {
   result.samples_per_s = samples_done / std::max(1e-9, seconds_since(train_start));
 
   if (!options_.save_params_path.empty()) save_params(*pm);
-  if (tracer) {
-    tracer->set_step(0, false);
-    // The op-shape probe for the simulator's calibration; after training, so it
-    // cannot change it (no optimizer step, gradients discarded).
-    nlohmann::json op_probe = nullptr;
-    if (p.micro_batch_size() >= 2) {
-      auto [x, y] = data->train_batch(sampler.microbatch(0, 0, dp.rank, dp.size(), 0, m), device_);
-      op_probe = probe_op_shapes(*pm, comm_, x, y, {tokens, p.model.hidden(), p.precision == "bf16"});
-    }
-    comm_.set_tracer(nullptr);
-    nlohmann::json platform = {{"host", "cpu"}, {"world_size", comm_.world_size()},
-                               {"threads_per_rank", torch::get_num_threads()}, {"device", p.device_type},
-                               {"cores", static_cast<int>(std::thread::hardware_concurrency())}};
-    if (!op_probe.is_null()) platform["op_probe"] = op_probe;
-    const core::Trace t = tracer->merge_and_write(comm_, options_.trace_path, p.to_json(), platform);
-    if (is_logger_) {
-      // What core's schedule statistics predict from the op costs this run measured.
-      const core::Schedule s = core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), m,
-                                                   static_cast<int>(pm->chunks.size()));
-      const core::BubbleReport bubble = core::bubble_report(t, s);
-      std::printf("trace: %s (%zu events, steps %ld-%ld); bubble fraction measured %.4f, predicted from median op "
-                  "costs %.4f, replayed with each op's measured time %.4f\n",
-                  options_.trace_path.c_str(), t.events.size(), trace_first + 1,
-                  std::min(total_steps, trace_first + options_.trace_steps), bubble.measured, bubble.predicted,
-                  bubble.replayed);
-    }
-  }
-  if (is_logger_)
-    std::printf("done: %ld steps in %.1f s, %.1f samples/s, final train loss %.4f\n", result.steps, result.wall_s,
-                result.samples_per_s, result.final_train_loss);
+  trace.finish(
+      p, *pm, schedule, [&] { return data->train_batch(sampler.microbatch(0, 0, dp.rank, dp.size(), 0, m), device_); },
+      {tokens, p.model.hidden(), p.precision == "bf16"}, is_logger_);
+  log.done(result);
   return result;
 }
 

@@ -15,6 +15,11 @@
 
 namespace quintnet::exec {
 
+class FlatAdamW;
+class RunLog;
+class RunTrace;
+struct Manifest;
+
 struct TrainOptions {
   long max_steps = 0;           // 0 = the plan's epochs
   std::string metrics_path;     // JSONL, one object per optimizer step (rank 0 writes)
@@ -30,6 +35,9 @@ struct TrainOptions {
   int checkpoint_keep = 3;
   std::string resume_path;  // continue from this checkpoint (a step or run directory)
   long stop_at_step = 0;    // end the run after this step as if interrupted (0: run to the end)
+  // One-rank runs: microbatches computed at once (exec/pp/microbatch_threads.h);
+  // 0 = automatic (one per intra-op thread where exact), 1 = one after another.
+  int microbatch_threads = 0;
 };
 
 struct TrainResult {
@@ -53,7 +61,18 @@ class Trainer {
   struct Evaluation {
     double loss, accuracy;
   };
+  struct StepOutcome {
+    StepStats stats;           // this rank's dp shard
+    double global_loss = 0.0;  // the mean over dp replicas
+    double grad_norm = 0.0;    // before clipping
+  };
+  // One optimizer step: forward and backward passes (the schedule), clipping, AdamW.
+  StepOutcome train_step(PipelineRunner& runner, ParallelModel& pm, std::vector<std::unique_ptr<FlatAdamW>>& optimizers,
+                         RunTrace& trace, const std::vector<torch::Tensor>& inputs,
+                         const std::vector<torch::Tensor>& labels, double lr);
   Evaluation evaluate(PipelineRunner& runner, ParallelModel& pm, const TrainingData& data);
+  // Early stopping: records a validation loss; true once `patience` epochs brought no improvement.
+  bool no_longer_improving(double val_loss, Manifest& state, RunLog& log) const;
   double clip_gradients(ParallelModel& pm);
   void save_params(ParallelModel& pm);
 

@@ -118,4 +118,10 @@ TEST(Cli, FrontDoorListsItsVerbs) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("schedule"), std::string::npos);
   EXPECT_NE(r.out.find("check-config"), std::string::npos);
+  // core's built-in verbs are always in the build (bubble was once listed as missing).
+  const std::string listed = r.out.substr(0, r.out.find("not in this build"));
+  EXPECT_NE(listed.find("\n  bubble "), std::string::npos) << r.out;
+  CommandResult version = run("--version");
+  EXPECT_EQ(version.code, 0);
+  EXPECT_EQ(version.out.rfind("quintnet ", 0), 0u) << version.out;
 }

@@ -1,7 +1,8 @@
 // Parallel ViT training against the serial run: the same initial weights and data,
 // per-step losses within 1e-5 relative over 10 steps (per-microbatch losses too when
 // dp = 1), the same parameters after them.  DP=2, TP=2, DP×TP=2×2, PP=2 with AFAB,
-// 1F1B and ZB-H1, PP=4 1F1B, interleaved (pp 2, v 2) and the full 2×2×2 3D mesh.
+// 1F1B and ZB-H1, PP=4 1F1B, interleaved (pp 2, v 2) and the full 2×2×2 3D mesh; and
+// one rank computing its microbatches side by side on two threads.
 // Ranks are real processes started by quintnet-launch.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -23,6 +24,7 @@ struct Outcome {
   std::vector<double> losses;
   std::vector<std::vector<double>> mb_losses;  // per step
   std::map<std::string, torch::Tensor> params;
+  std::string log;  // rank 0's standard output
 };
 
 void load_params(const std::string& path, std::map<std::string, torch::Tensor>& into) {
@@ -34,7 +36,7 @@ void load_params(const std::string& path, std::map<std::string, torch::Tensor>& 
 }
 
 Outcome train(const std::string& name, const std::string& mesh, int nproc, int microbatches = 2,
-              const std::string& schedule = "1f1b", int chunks = 1) {
+              const std::string& schedule = "1f1b", int chunks = 1, const std::string& threads = "--threads 1") {
   const std::string config = write_file(
       name + ".yaml", "batch_size: 32\ngrad_acc_steps: " + std::to_string(microbatches) +
                           "\nlearning_rate: 1e-4\nmax_grad_norm: 1.0\nimg_size: 28\npatch_size: 4\nhidden_dim: 64\n"
@@ -42,11 +44,12 @@ Outcome train(const std::string& name, const std::string& mesh, int nproc, int m
                           schedule + "\nvirtual_stages: " + std::to_string(chunks) + "\n");
   const std::string dir = ::testing::TempDir() + "/";
   const std::string cmd = bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
-                          " --config " + config + " --max-steps 10 --no-eval --quiet --threads 1 --metrics " + dir +
+                          " --config " + config + " --max-steps 10 --no-eval --quiet " + threads + " --metrics " + dir +
                           name + ".jsonl --save-params " + dir + name + ".pt";
   auto r = run_command(cmd);
   EXPECT_EQ(r.code, 0) << cmd << "\n" << r.err;
   Outcome o;
+  o.log = r.out;
   std::ifstream metrics(dir + name + ".jsonl");
   for (std::string line; std::getline(metrics, line);) {
     auto j = nlohmann::json::parse(line);
@@ -136,6 +139,18 @@ TEST(Equivalence, Pipeline4OneFOneBMatchesSerial) {
 
 TEST(Equivalence, InterleavedPipeline2x2ChunksMatchesSerial) {
   expect_equivalent(serial(4), train("pp2_v2", "[1, 1, 2]", 2, 4, "interleaved", 2), "interleaved pp=2 v=2", true);
+}
+
+// Two threads, four microbatches: two rounds of two side by side.  Each microbatch is
+// computed as the sequential loop at one thread computes it, and the gradients are added
+// in the same order, so the first step's microbatch losses are bitwise the serial ones;
+// later steps may differ by the two-thread gradient norm's rounding (clipping).
+TEST(Equivalence, MicrobatchesSideBySideMatchSerial) {
+  const Outcome side_by_side = train("serial_side_by_side", "[1, 1, 1]", 1, 4, "1f1b", 1, "--threads 2");
+  ASSERT_NE(side_by_side.log.find("microbatches: 2 side by side"), std::string::npos) << side_by_side.log;
+  ASSERT_FALSE(side_by_side.mb_losses.empty());
+  EXPECT_EQ(side_by_side.mb_losses[0], serial(4).mb_losses[0]);
+  expect_equivalent(serial(4), side_by_side, "microbatches side by side", true);
 }
 
 TEST(Equivalence, Full3D2x2x2MatchesSerial) {

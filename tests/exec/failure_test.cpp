@@ -49,6 +49,14 @@ TEST(Failures, WrongScheduleForTheMeshExits2) {
   EXPECT_NE(r.err.find("fewer than the 2 pipeline stages"), std::string::npos) << r.err;
 }
 
+TEST(Failures, MicrobatchThreadsWhereTheyCannotBeExactExit2) {
+  // Dropout masks drawn by two threads from one generator come in no fixed order.
+  const std::string config = write_file("dropout.yaml", plan("dropout: 0.1\n"));
+  auto r = run_command(bin("quintnet-train") + " --config " + config + " --max-steps 1 --microbatch-threads 2");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--microbatch-threads 2: the plan has dropout"), std::string::npos) << r.err;
+}
+
 TEST(Failures, KilledRankStopsTheJobWithinAMinuteNamingIt) {
   const std::string config = write_file("long.yaml", plan("mesh_dim: [2, 1, 1]\n"));
   const std::string metrics = ::testing::TempDir() + "/killed.jsonl";

@@ -2,6 +2,8 @@
 // model.safetensors loads into tp 1 and tp 2 (each rank reading its slices) and gives
 // the same logits, loss and gradients; the vocabulary-parallel cross-entropy equals
 // torch's; export -> import is bitwise; broken files are refused with their message.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -35,10 +37,15 @@ std::string read_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// A file of this test process's own: ctest -j runs the tests of this file side by side.
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/gpt2_test_" + std::to_string(getpid()) + "_" + name;
+}
+
 // Writes the tiny GPT-2 once per test process.
 const std::string& weights() {
   static const std::string path = [] {
-    const std::string p = ::testing::TempDir() + "/gpt2_tiny.safetensors";
+    const std::string p = temp_path("tiny.safetensors");
     auto r = run_command(bin("gpt2_rank_check") + " write " + p);
     EXPECT_EQ(r.code, 0) << r.err;
     return p;
@@ -47,7 +54,7 @@ const std::string& weights() {
 }
 
 std::map<std::string, torch::Tensor> run_tp(int tp, const std::string& export_path = "") {
-  const std::string out = ::testing::TempDir() + "/gpt2_tp" + std::to_string(tp) + ".pt";
+  const std::string out = temp_path("tp" + std::to_string(tp) + ".pt");
   auto r = run_command(bin("quintnet-launch") + " --nproc " + std::to_string(tp) + " -- " + bin("gpt2_rank_check") +
                        " run " + weights() + " " + out + " " + export_path);
   EXPECT_EQ(r.code, 0) << r.err;
@@ -89,7 +96,7 @@ TEST(Gpt2, HuggingFaceWeightsGiveTheSameLogitsAndGradientsAtTp2) {
 }
 
 TEST(Gpt2, ExportThenImportIsBitwise) {
-  const std::string exported = ::testing::TempDir() + "/gpt2_exported.safetensors";
+  const std::string exported = temp_path("exported.safetensors");
   run_tp(2, exported);
   // The tp-2 model loaded from the file and written back is the same file, byte for byte.
   EXPECT_EQ(read_bytes(exported), read_bytes(weights()));
@@ -99,7 +106,7 @@ TEST(Gpt2, BrokenWeightFilesGiveTheirMessage) {
   const std::string dir = ::testing::TempDir();
   const std::string good = read_bytes(weights());
   auto expect_error = [&](const std::string& bytes, const std::string& needle) {
-    const std::string path = dir + "/gpt2_broken.safetensors";
+    const std::string path = temp_path("broken.safetensors");
     std::ofstream(path, std::ios::binary) << bytes;
     auto r = run_command(bin("quintnet-launch") + " --nproc 1 -- " + bin("gpt2_rank_check") + " run " + path + " " +
                          dir + "/unused.pt");

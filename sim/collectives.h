@@ -1,0 +1,66 @@
+#pragma once
+// The collectives of the simulated step, as SimGrid messages between rank actors:
+// ring all-reduces (one transfer per member and phase: see ring_phase), NCCL's
+// two-level all-reduce across nodes, and the latency draws of a calibrated CPU machine.
+#include <map>
+#include <random>
+#include <set>
+#include <simgrid/s4u.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/platform.h"
+
+namespace quintnet::sim {
+
+// The ranks of a group and this rank's index in it; collectives count their calls so
+// every member's n-th all-reduce meets the others' n-th.
+struct RingGroup {
+  std::string name;
+  std::vector<int> ranks;
+  int index = 0;
+  int calls = 0;
+};
+
+// A mailbox whose messages start moving as soon as they are posted: `receiver` (an
+// actor of `actors`) is its permanent receiver.
+simgrid::s4u::Mailbox* eager_mailbox(const std::string& name, int receiver,
+                                     const std::vector<simgrid::s4u::ActorPtr>& actors);
+
+// Message latencies drawn from a calibration's measured ones (equally likely), with a
+// fixed seed: on a real machine the hops' latencies spread (0.1 to 30 ms on 2 busy
+// cores), which keeps ranks from running in lockstep, so how their ops overlap on
+// shared cores — and the step — depends on the spread, not only on the mean.
+// A collective's members share its draw (it ends for all of them together once the
+// last one arrived, as the measured ones do).
+class LatencyDraws {
+ public:
+  explicit LatencyDraws(const std::vector<double>& measured) : measured_(measured), rng_(20261203) {}
+  double sum(int hops);
+  // The draw of collective `tag` (`members` ranks ask for it, the first one draws).
+  double shared(const std::string& tag, int members, int hops);
+
+ private:
+  std::vector<double> measured_;
+  std::mt19937_64 rng_;
+  std::map<std::string, std::pair<double, int>> shared_;  // tag -> (draw, members yet to ask)
+};
+
+// A ring all-reduce of `bytes` over g (2(n-1) steps of bytes/n to the ring successor),
+// `count` of them back to back; `latency`: one ring hop's (ignored with `draws`).
+void ring_allreduce(RingGroup& g, double bytes, const std::vector<simgrid::s4u::ActorPtr>& actors, double latency,
+                    int count = 1, LatencyDraws* draws = nullptr);
+
+// Latency of a ring hop: inside a node, or (when the group spans nodes) the slowest hop.
+double hop_latency(const RingGroup& g, const Platform& p);
+
+// A DP all-reduce the way the platform does them: one ring or two levels.
+void dp_allreduce(RingGroup& g, double bytes, const std::vector<simgrid::s4u::ActorPtr>& actors, const Platform& p,
+                  LatencyDraws* draws = nullptr);
+
+// The routes a DP group's member needs: to its ring successor, and for the two-level
+// all-reduce to its successors inside the node and across nodes.
+void add_dp_routes(const RingGroup& g, const Platform& p, std::set<std::pair<int, int>>& pairs);
+
+}  // namespace quintnet::sim

@@ -1,0 +1,218 @@
+#include "sim/rank_actor.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/schedule_interpreter.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace quintnet::sim {
+
+void Recorder::flow(int from_rank, double sent, int to_rank, double received) {
+  trace.flows.push_back({trace.flows.size() + 1, from_rank, core::Lane::P2P, sent * 1e6, to_rank, core::Lane::P2P,
+                         received * 1e6});
+}
+
+void Recorder::add(int rank, core::Lane lane, const std::string& kind, const std::string& name, double t0, double t1,
+                   int mb, int chunk, double bytes, int peer) {
+  core::TraceEvent e;
+  e.name = name;
+  e.kind = kind;
+  e.rank = rank;
+  e.lane = lane;
+  e.ts_us = t0 * 1e6;
+  e.dur_us = (t1 - t0) * 1e6;
+  e.mb = mb;
+  e.chunk = chunk;
+  e.bytes = static_cast<std::int64_t>(bytes);
+  e.peer = peer;
+  trace.events.push_back(std::move(e));
+}
+
+void dp_stream(SimStep& w, int r) {
+  w.streams[r] = sg4::Actor::self();
+  const int pp = w.mesh.coord(r, "pp"), tp = w.mesh.coord(r, "tp"), dp = w.mesh.coord(r, "dp");
+  RingGroup group{"dps" + std::to_string(pp) + "." + std::to_string(tp), {}, dp, 0};
+  for (int d = 0; d < w.plan.dp; ++d) group.ranks.push_back(w.mesh.rank({d, tp, pp}));
+  sg4::Mailbox* requests = sg4::Mailbox::by_name("dpq:" + std::to_string(r));
+  requests->set_receiver(sg4::Actor::self());
+  for (;;) {
+    const double* bytes = requests->get<double>();
+    if (*bytes < 0) break;  // the step is over
+    const double t0 = sg4::Engine::get_clock();
+    dp_allreduce(group, *bytes, w.streams, w.platform, w.draws);
+    w.recorder.add(r, core::Lane::DpCollective, "allreduce", "dp bucket", t0, sg4::Engine::get_clock(), -1, -1, *bytes);
+    static char done;
+    sg4::Mailbox::by_name("dpdone:" + std::to_string(r))->put_init(&done, 0)->detach();
+  }
+}
+
+namespace {
+
+// A message's mailbox: named by the message (core::Message) and its receiving rank.
+std::string message_box(const core::Message& m, int to_rank) {
+  return "p2p:" + std::to_string(to_rank) + (m.grad ? ":g:" : ":a:") + std::to_string(m.mb) + ":" +
+         std::to_string(m.to_stage);
+}
+
+// One rank's actions as SimGrid activities.
+class RankActor : public core::ScheduleHandler {
+ public:
+  RankActor(SimStep& w, int r)
+      : w_(w), plan_(w.plan), r_(r), pp_(w.mesh.coord(r, "pp")), tp_(w.mesh.coord(r, "tp")),
+        dp_(w.mesh.coord(r, "dp")), v_(plan_.schedule.chunks), speed_(w.platform.gpu_flops()) {
+    tp_group_ = {"tp" + std::to_string(pp_) + "." + std::to_string(dp_), {}, tp_, 0};
+    for (int t = 0; t < plan_.tp; ++t) tp_group_.ranks.push_back(w.mesh.rank({dp_, t, pp_}));
+    pp_group_ = {"pp" + std::to_string(dp_) + "." + std::to_string(tp_), {}, pp_, 0};
+    for (int p = 0; p < plan_.schedule.pp; ++p) pp_group_.ranks.push_back(w.mesh.rank({dp_, tp_, p}));
+    buckets_ = plan_.dp > 1 ? std::max(1, static_cast<int>(std::ceil(plan_.dp_grad_bytes[pp_] / v_ / plan_.bucket_bytes)))
+                            : 0;
+    to_stream_ = plan_.dp > 1 ? sg4::Mailbox::by_name("dpq:" + std::to_string(r)) : nullptr;
+    // On a shared CPU an op's tensor-parallel all-reduces sit between its pieces (after
+    // each attention and MLP block), as in the executor: while a rank waits for one,
+    // the other ranks' ops get its core.  On GPUs the op computes, then all-reduces
+    // (the same time for the rank, far fewer simulated messages).
+    interleave_tp_ = w.platform.cores_per_node > 0 && plan_.tp > 1 && plan_.tp_allreduces_per_op > 0;
+  }
+
+  // The rank's schedule, then the end of its DP stream.
+  void run() {
+    core::run_schedule(core::interpret(plan_.schedule, pp_), *this);
+    if (to_stream_) {
+      requests_.push_back(std::make_unique<double>(-1.0));
+      to_stream_->put(requests_.back().get(), 0);
+    }
+  }
+
+ private:
+  void forward(const core::Step& st) override { compute(plan_.forward_s[pp_] / v_, st); }
+
+  void backward(const core::Step& st) override {
+    const bool releases = plan_.dp > 1 && st.completes_gradients;
+    switch (st.action.kind) {
+      case core::ActionKind::Backward:
+        compute((plan_.backward_input_s[pp_] + plan_.backward_weight_s[pp_]) / v_, st, releases);
+        break;
+      case core::ActionKind::BackwardInput: compute(plan_.backward_input_s[pp_] / v_, st); break;
+      default: compute(plan_.backward_weight_s[pp_] / v_, st, releases); break;
+    }
+  }
+
+  void send(const core::Step& st) override {
+    const int to = rank_of_stage(st.message->to_stage);
+    const double t0 = sg4::Engine::get_clock();
+    const std::string box = message_box(*st.message, to);
+    w_.posted[box] = t0;
+    // Detached: the receiver's RECV waits for the bytes; the sender keeps no handle
+    // (SimGrid scans an actor's pending activities linearly).
+    static char payload;
+    p2p_mailbox(box, to)->put_init(&payload, static_cast<uint64_t>(plan_.p2p_bytes))->detach();
+    w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t0, st.action.mb, st.action.chunk, plan_.p2p_bytes, to);
+  }
+
+  void recv(const core::Step& st) override {
+    const int from = rank_of_stage(st.message->from_stage);
+    const double t0 = sg4::Engine::get_clock();
+    const std::string box = message_box(*st.message, r_);
+    p2p_mailbox(box, r_)->get<char>();
+    if (w_.draws) sg4::this_actor::sleep_for(w_.draws->sum(1));
+    const double t1 = sg4::Engine::get_clock();
+    // Waiting for the sender to get there is a bubble; waiting for the bytes is communication.
+    w_.result.exposed_comm_s[r_] += t1 - std::max(t0, w_.posted[box]);
+    w_.recorder.flow(from, w_.posted[box], r_, t1);
+    w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, st.action.mb, st.action.chunk, plan_.p2p_bytes, from);
+  }
+
+  void grad_sync(const core::Step& st) override {
+    if (plan_.dp <= 1) return;
+    const double t0 = sg4::Engine::get_clock();
+    sg4::Mailbox* done = eager_mailbox("dpdone:" + std::to_string(r_), r_, w_.ranks);
+    for (int k = 0; k < buckets_; ++k) done->get<char>();
+    const double t1 = sg4::Engine::get_clock();
+    w_.result.exposed_comm_s[r_] += t1 - t0;
+    w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, -1, st.action.chunk);
+  }
+
+  void optimizer_step(const core::Step& st) override {
+    // The executor's step end: the last stage's loss statistics go to every stage (a
+    // broadcast over the pipeline), then the gradient norm is summed over tp and over
+    // pp before the optimizer may clip; each waits for the group's slowest member.
+    // Modelled as ring all-reduces of one number.
+    const Platform& p = w_.platform;
+    if (plan_.step_end_collectives) ring_allreduce(pp_group_, 8, w_.ranks, hop_latency(pp_group_, p), 1, w_.draws);
+    const double t0 = sg4::Engine::get_clock();
+    if (plan_.step_end_collectives) {
+      ring_allreduce(tp_group_, 8, w_.ranks, hop_latency(tp_group_, p), 1, w_.draws);
+      ring_allreduce(pp_group_, 8, w_.ranks, hop_latency(pp_group_, p), 1, w_.draws);
+    }
+    if (plan_.optimizer_s > 0) execute_on(w_.hosts.compute[r_], plan_.optimizer_s * speed_);
+    w_.recorder.add(r_, st.lane, st.kind, st.name, t0, sg4::Engine::get_clock());
+  }
+
+  // An op of `seconds` (at a full core / GPU: a rank with a share of a core takes
+  // longer), cut into pieces by its TP all-reduces on a shared CPU; a backward that
+  // completes the chunk's gradients hands its DP buckets to the stream during its last
+  // piece, as the executor's bucket hooks fire.
+  void compute(double seconds, const core::Step& st, bool releases_gradients = false) {
+    const double t0 = sg4::Engine::get_clock();
+    const int pieces = interleave_tp_ ? plan_.tp_allreduces_per_op : 1;
+    const int parts = releases_gradients ? buckets_ : 1;
+    double communicating = 0;
+    for (int k = 0; k < pieces; ++k) {
+      const bool last = k == pieces - 1;
+      for (int j = 0; j < (last ? parts : 1); ++j) {
+        if (seconds > 0) execute_on(w_.hosts.compute[r_], seconds / pieces / (last ? parts : 1) * speed_);
+        if (last && releases_gradients) {
+          requests_.push_back(std::make_unique<double>(plan_.dp_grad_bytes[pp_] / v_ / buckets_));
+          to_stream_->put_init(requests_.back().get(), 0)->detach();
+        }
+      }
+      if (interleave_tp_) communicating += tp_allreduces(st, 1);
+    }
+    const double t1 = sg4::Engine::get_clock();
+    w_.result.busy_s[r_] += t1 - t0 - communicating;
+    w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, st.action.mb, st.action.chunk);
+    if (!interleave_tp_ && plan_.tp > 1 && plan_.tp_allreduces_per_op > 0) tp_allreduces(st, plan_.tp_allreduces_per_op);
+  }
+
+  double tp_allreduces(const core::Step& st, int count) {
+    const double c0 = sg4::Engine::get_clock();
+    ring_allreduce(tp_group_, plan_.tp_allreduce_bytes, w_.ranks, hop_latency(tp_group_, w_.platform), count,
+                   w_.draws);
+    const double c1 = sg4::Engine::get_clock();
+    w_.result.exposed_comm_s[r_] += c1 - c0;
+    w_.recorder.add(r_, core::Lane::TpCollective, "allreduce", "tp allreduce", c0, c1, st.action.mb, st.action.chunk,
+                    plan_.tp_allreduce_bytes);
+    return c1 - c0;
+  }
+
+  // Eager: the bytes move as soon as the send is posted.  Rendezvous: the message
+  // waits in its mailbox until the receiver asks for it.
+  sg4::Mailbox* p2p_mailbox(const std::string& box, int receiver) {
+    return w_.platform.p2p_rendezvous ? sg4::Mailbox::by_name(box) : eager_mailbox(box, receiver, w_.ranks);
+  }
+
+  int rank_of_stage(int stage) const { return w_.mesh.rank({dp_, tp_, plan_.schedule.rank_of_stage(stage)}); }
+
+  SimStep& w_;
+  const SimPlan& plan_;
+  const int r_, pp_, tp_, dp_;
+  const double v_;      // chunks per rank: an op of a chunk is 1/v of the rank's share
+  const double speed_;  // flop/s of a full GPU or core
+  RingGroup tp_group_, pp_group_;
+  int buckets_ = 0;  // DP gradient buckets per chunk
+  sg4::Mailbox* to_stream_ = nullptr;
+  bool interleave_tp_ = false;
+  std::vector<std::unique_ptr<double>> requests_;  // bucket sizes sent to the stream: outlive the messages
+};
+
+}  // namespace
+
+void rank_actor(SimStep& w, int r) {
+  w.ranks[r] = sg4::Actor::self();
+  sg4::this_actor::yield();  // every actor registers before the first message
+  RankActor(w, r).run();
+}
+
+}  // namespace quintnet::sim
