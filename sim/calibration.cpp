@@ -126,23 +126,13 @@ bool fit_probe(const nlohmann::json& probe, const char* part, bool backward, con
   return true;
 }
 
-}  // namespace
-
-Calibration calibrate(const core::Trace& trace, const std::string& source) {
-  if (trace.source != "exec")
-    throw core::UserError(source + ": calibration needs an executor trace (quintnet train --trace), this one is '" +
-                          trace.source + "'");
-  if (trace.plan.is_null() || !trace.plan.is_object())
-    throw core::UserError(source + ": the trace carries no plan (otherData.plan)");
-  const core::Plan plan = core::parse_plan_json(trace.plan, source).plan;
-  Calibration c;
-  c.source = source;
-  c.cores = trace.platform.value("cores", 0);
-  if (c.cores <= 0) throw core::UserError(source + ": the trace does not say how many cores the machine has (otherData.platform.cores)");
-  const int threads = trace.platform.value("threads_per_rank", 1);
+// Op costs (sim::OpTimeModel per tp degree), from the training ops' core-seconds and,
+// when the trace has one, the op-shape probe; also the slowdown between the two.
+void fit_op_costs(const core::Trace& trace, const core::Plan& plan, const std::string& source, Calibration& c) {
+  const int threads = c.threads_per_rank;
   const core::ModelDims dims = core::model_dims(plan.model, plan.max_seq_length);
-  const int pp = plan.pp(), tp = plan.tp(), chunks = plan.virtual_stages, stages = pp * chunks;
-  const std::vector<core::LayerRange> ranges = core::balanced_stages(dims, stages);
+  const int pp = plan.pp(), tp = plan.tp(), chunks = plan.virtual_stages;
+  const std::vector<core::LayerRange> ranges = core::balanced_stages(dims, pp * chunks);
 
   // Compute: each op's core-seconds, FLOPs and layers, summed per direction.
   std::vector<const core::TraceEvent*> computes;
@@ -209,15 +199,14 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
       c.slowdown = (forward.core_seconds + backward.core_seconds) / alone;
     }
   }
-  c.oversubscribed = static_cast<int>(trace.ranks.size()) * threads > c.cores;
-  c.threads_per_rank = threads;
   c.fitted_ops = static_cast<int>(computes.size());
+}
 
-  // Message latency per hop.  Gloo moves a pipeline message once both sides posted it,
-  // so every message measures it: receive end - the later of send and receive.  On a
-  // busy CPU they spread over milliseconds (whether the peers' threads get a core): the
-  // simulation draws from the distribution, the mean is kept for analytic uses.
-  c.bandwidth = 2e9;
+// The latency of each measured hop (seconds, its bytes' transfer time taken off): every
+// pipeline message's and every TP all-reduce's hops.
+std::vector<double> message_hops(const core::Trace& trace, int tp, double bandwidth) {
+  // Gloo moves a pipeline message once both sides posted it: receive end - the later
+  // of send and receive.
   std::vector<double> hops;
   std::map<std::pair<int, long long>, const core::TraceEvent*> recv_by_end;
   for (const auto& e : trace.events)
@@ -226,7 +215,7 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
     auto it = recv_by_end.find({f.to_rank, std::llround(f.to_ts_us)});
     if (it == recv_by_end.end()) continue;
     const double both_posted = std::max(f.from_ts_us, it->second->ts_us);
-    hops.push_back((f.to_ts_us - both_posted) * 1e-6 - it->second->bytes / c.bandwidth);
+    hops.push_back((f.to_ts_us - both_posted) * 1e-6 - it->second->bytes / bandwidth);
   }
   // A TP all-reduce, like a message, can only move once every member has posted it:
   // the k-th all-reduce of a step on the members of one tp group is one collective,
@@ -248,10 +237,53 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
         for (const auto& [rank, list] : members) last_start = std::max(last_start, list[k]->ts_us);
         for (const auto& [rank, list] : members)
           hops.push_back((list[k]->end_us() - last_start) * 1e-6 / (2.0 * (tp - 1)) -
-                         static_cast<double>(list[k]->bytes) / (tp * c.bandwidth));
+                         static_cast<double>(list[k]->bytes) / (tp * bandwidth));
       }
     }
   }
+  return hops;
+}
+
+// The optimizer's time per parameter: its event holds the gradient-norm all-reduces
+// over tp and pp (the simulator models those as messages) and runs on every rank at once.
+double optimizer_s_per_parameter(const core::Trace& trace, const core::Plan& plan, const Calibration& c) {
+  const int threads = c.threads_per_rank, tp = plan.tp(), pp = plan.pp();
+  const core::ModelDims dims = core::model_dims(plan.model, plan.max_seq_length);
+  std::vector<double> optimizer;
+  for (const auto& e : trace.events)
+    if (e.lane == core::Lane::Compute && e.kind == "optimizer") optimizer.push_back(e.dur_us * 1e-6);
+  const int ranks = static_cast<int>(std::max<size_t>(1, trace.ranks.size()));
+  const double all_at_once = std::min(1.0, static_cast<double>(c.cores) / (ranks * threads)) * threads;
+  const double norm_messages = (2.0 * (tp - 1) + 2.0 * (pp - 1)) * c.latency_s;
+  const double params_per_rank = dims.parameters() / (tp * pp);
+  return optimizer.empty() ? 0 : std::max(0.0, median(optimizer) - norm_messages) * all_at_once / params_per_rank;
+}
+
+}  // namespace
+
+Calibration calibrate(const core::Trace& trace, const std::string& source) {
+  if (trace.source != "exec")
+    throw core::UserError(source + ": calibration needs an executor trace (quintnet train --trace), this one is '" +
+                          trace.source + "'");
+  if (trace.plan.is_null() || !trace.plan.is_object())
+    throw core::UserError(source + ": the trace carries no plan (otherData.plan)");
+  const core::Plan plan = core::parse_plan_json(trace.plan, source).plan;
+  Calibration c;
+  c.source = source;
+  c.cores = trace.platform.value("cores", 0);
+  if (c.cores <= 0) throw core::UserError(source + ": the trace does not say how many cores the machine has (otherData.platform.cores)");
+  const int threads = trace.platform.value("threads_per_rank", 1);
+  c.threads_per_rank = threads;
+  c.oversubscribed = static_cast<int>(trace.ranks.size()) * threads > c.cores;
+
+  fit_op_costs(trace, plan, source, c);
+
+  // Message latency per hop.  Gloo moves a pipeline message once both sides posted it,
+  // so every message measures it: receive end - the later of send and receive.  On a
+  // busy CPU they spread over milliseconds (whether the peers' threads get a core): the
+  // simulation draws from the distribution, the mean is kept for analytic uses.
+  c.bandwidth = 2e9;
+  std::vector<double> hops = message_hops(trace, plan.tp(), c.bandwidth);
   c.fitted_messages = static_cast<int>(hops.size());
   c.latency_s = hops.empty() ? 0.0 : std::max(0.0, std::accumulate(hops.begin(), hops.end(), 0.0) / hops.size());
   // Their spread, for the simulator to draw from: the midpoints of 40 equal shares.
@@ -261,18 +293,7 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
     for (int q = 0; q < kQuantiles; ++q)
       c.latencies_s.push_back(std::max(0.0, hops[static_cast<size_t>((q + 0.5) / kQuantiles * hops.size())]));
   }
-
-  // The optimizer: its event holds the gradient-norm all-reduces over tp and pp (the
-  // simulator models those as messages) and runs on every rank at once.
-  std::vector<double> optimizer;
-  for (const auto& e : trace.events)
-    if (e.lane == core::Lane::Compute && e.kind == "optimizer") optimizer.push_back(e.dur_us * 1e-6);
-  const int ranks = static_cast<int>(std::max<size_t>(1, trace.ranks.size()));
-  const double all_at_once = std::min(1.0, static_cast<double>(c.cores) / (ranks * threads)) * threads;
-  const double norm_messages = (2.0 * (tp - 1) + 2.0 * (pp - 1)) * c.latency_s;
-  const double params_per_rank = dims.parameters() / (tp * pp);
-  c.optimizer_s_per_parameter =
-      optimizer.empty() ? 0 : std::max(0.0, median(optimizer) - norm_messages) * all_at_once / params_per_rank;
+  c.optimizer_s_per_parameter = optimizer_s_per_parameter(trace, plan, c);
   return c;
 }
 
