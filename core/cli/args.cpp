@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 #include "core/config_reader.h"
@@ -42,6 +43,10 @@ Args::Args(const std::string& program, const std::vector<OptionSpec>& specs, int
       help_ = true;
       continue;
     }
+    if (name == "version") {  // like argparse's version action: print and end here
+      std::cout << program_ << ' ' << QN_VERSION << std::endl;
+      std::exit(0);
+    }
     const OptionSpec* spec = nullptr;
     for (const auto& s : specs_)
       if (s.name == name) spec = &s;
@@ -78,6 +83,7 @@ std::string Args::usage(const std::string& synopsis) const {
     out << left << s.help << '\n';
   }
   out << "  --help                    show this help\n";
+  out << "  --version                 print the version\n";
   return out.str();
 }
 

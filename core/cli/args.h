@@ -1,7 +1,8 @@
 #pragma once
 // A small command-line parser shared by the QuintNet executables: declared options
-// ("--name VALUE", "--name=VALUE" or flags), positional arguments, "--help", and a
-// UsageError (exit 2) for anything unknown or malformed, naming the option.
+// ("--name VALUE", "--name=VALUE" or flags), positional arguments, "--help",
+// "--version" (prints "PROGRAM VERSION" and exits 0), and a UsageError (exit 2) for
+// anything unknown or malformed, naming the option.
 #include <map>
 #include <optional>
 #include <string>

@@ -5,6 +5,7 @@
 #include "core/cli/main_guard.h"
 #include "core/cli/verbs.h"
 #include "core/plan.h"
+#include "core/plan_keys.h"
 
 namespace quintnet::core::cli {
 namespace {
@@ -12,6 +13,7 @@ namespace {
 const std::vector<OptionSpec> kOptions = {
     {"world-size", "N", "check the mesh against this many ranks"},
     {"json", "", "print the normalised plan as JSON"},
+    {"keys", "", "print every plan key (type, default, range, meaning) as markdown tables"},
 };
 
 }  // namespace
@@ -20,9 +22,13 @@ int check_config_command(int argc, char** argv) {
   return guarded_main("quintnet check-config", [&] {
     Args args("quintnet check-config", kOptions, argc, argv);
     if (args.help_requested()) {
-      std::cout << args.usage("FILE [--world-size N] [--json]")
+      std::cout << args.usage("FILE [--world-size N] [--json]  |  --keys")
                 << "\nValidates a plan (YAML or JSON; the original QuintNet config keys load unchanged)\n"
                    "before anything runs. Exit 0 when it can run, 2 with the reason when it cannot.\n";
+      return 0;
+    }
+    if (args.flag("keys")) {
+      std::cout << plan_keys_markdown();
       return 0;
     }
     if (args.positional().size() != 1)

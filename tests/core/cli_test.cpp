@@ -124,4 +124,7 @@ TEST(Cli, FrontDoorListsItsVerbs) {
   CommandResult version = run("--version");
   EXPECT_EQ(version.code, 0);
   EXPECT_EQ(version.out.rfind("quintnet ", 0), 0u) << version.out;
+  CommandResult verb_version = run("schedule --version");
+  EXPECT_EQ(verb_version.code, 0);
+  EXPECT_EQ(verb_version.out.rfind("quintnet schedule ", 0), 0u) << verb_version.out;
 }

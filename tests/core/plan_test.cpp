@@ -1,8 +1,11 @@
 // core::Plan: the original configs load unchanged; every bad plan names key, value, fix.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "core/error.h"
 #include "core/plan.h"
+#include "core/plan_keys.h"
 
 using namespace quintnet::core;
 
@@ -146,4 +149,65 @@ TEST(Plan, StrategyDefaultsToTheAxesTheMeshUses) {
   EXPECT_EQ(parse_plan_text("batch_size: 8\nmesh_dim: [2, 1, 1]\n", "t").plan.strategy(), "dp");
   EXPECT_EQ(parse_plan_text("batch_size: 8\nmesh_dim: [2, 2, 1]\n", "t").plan.strategy(), "dp_tp");
   EXPECT_EQ(parse_plan_text("batch_size: 8\nmesh_dim: [1, 2, 2]\n", "t").plan.strategy(), "tp_pp");
+}
+
+// docs/CONFIG.md's key tables are the declaration's own (quintnet check-config --keys).
+TEST(PlanKeys, ConfigDocsListEveryKeyAsDeclared) {
+  std::ifstream in(std::string(QN_SOURCE_DIR) + "/docs/CONFIG.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), {});
+  const std::string begin = "<!-- keys:begin -->\n", end = "<!-- keys:end -->";
+  const size_t a = doc.find(begin), b = doc.find(end);
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  EXPECT_EQ(doc.substr(a + begin.size(), b - a - begin.size()), quintnet::core::plan_keys_markdown())
+      << "regenerate the block with: quintnet check-config --keys";
+}
+
+// Every declared key is read and written: a plan that sets each to a value other than
+// its default comes back with that value from to_json.
+TEST(PlanKeys, EveryKeyIsReadAndWritten) {
+  const auto vit = quintnet::core::parse_plan_text(
+      "model: vit\nbatch_size: 64\nnum_epochs: 3\nlearning_rate: 0.002\ngrad_acc_steps: 4\nmax_grad_norm: 2.5\n"
+      "patience: 7\nweight_decay: 0.05\nwarmup_steps: 9\nseed: 7\nmax_samples: 100\nmax_val_samples: 50\n"
+      "img_size: 32\npatch_size: 8\nhidden_dim: 48\nin_channels: 3\nn_heads: 3\ndepth: 6\nnum_classes: 5\n"
+      "dropout: 0.2\ndevice_type: cuda\nprecision: bf16\nmesh_dim: [2, 1, 1]\nmesh_name: [dp, tp, pp]\n"
+      "strategy_name: dp\nschedule: afab\nvirtual_stages: 1\nbucket_size_mb: 5\nmax_seq_length: 77\n"
+      "max_target_length: 11\nlog_interval: 3\neval_interval: 4\nsave_interval: 5\noutput_dir: out\n"
+      "dataset_path: /data\ncheckpoint_path: /w.safetensors\ndataset_name: d\ntokenizer_path: /tok\n",
+      "<vit>");
+  EXPECT_TRUE(vit.warnings.empty());
+  const nlohmann::json v = vit.plan.to_json();
+  EXPECT_EQ(v["batch_size"], 64);
+  EXPECT_EQ(v["learning_rate"], 0.002);
+  EXPECT_EQ(v["seed"], 7);
+  EXPECT_EQ(v["in_channels"], 3);
+  EXPECT_EQ(v["dropout"], 0.2);
+  EXPECT_EQ(v["precision"], "bf16");
+  EXPECT_EQ(v["bucket_size_mb"], 5.0);
+  EXPECT_EQ(v["max_target_length"], 11);
+  EXPECT_EQ(v["output_dir"], "out");
+  EXPECT_EQ(v["tokenizer_path"], "/tok");
+  EXPECT_EQ(v["dataset_name"], "d");
+  EXPECT_FALSE(v.contains("model_config"));
+  // Every declared key of a ViT plan but the GPT-2 block and the ones read for compatibility only.
+  for (const auto& k : quintnet::core::plan_keys()) {
+    if (k.name.rfind("model_config.", 0) != 0 && k.name != "num_workers") {
+      EXPECT_TRUE(v.contains(k.name)) << k.name;
+    }
+  }
+
+  const auto gpt = quintnet::core::parse_plan_text(
+      "model_config:\n  vocab_size: 1000\n  n_positions: 128\n  n_embd: 96\n  n_layer: 3\n  n_head: 6\n"
+      "  attn_pdrop: 0.0\n  embd_pdrop: 0.05\n  resid_pdrop: 0.02\n  layer_norm_epsilon: 1.0e-6\n"
+      "max_seq_length: 64\nbatch_size: 8\n",
+      "<gpt>");
+  const nlohmann::json g = gpt.plan.to_json();
+  EXPECT_EQ(g["model"], "gpt2");
+  EXPECT_EQ(g["model_config"]["n_inner"], 4 * 96);  // its default follows n_embd
+  EXPECT_EQ(g["model_config"]["embd_pdrop"], 0.05);
+  EXPECT_EQ(g["model_config"]["layer_norm_epsilon"], 1e-6);
+  EXPECT_FALSE(g.contains("img_size"));
+  // Written plans load again into the same plan.
+  EXPECT_EQ(quintnet::core::parse_plan_json(g, "<again>").plan.to_json(), g);
+  EXPECT_EQ(quintnet::core::parse_plan_json(v, "<again>").plan.to_json(), v);
 }
