@@ -142,15 +142,16 @@ std::string data_dir() {
   return QN_DEFAULT_DATA_DIR;
 }
 
-std::unique_ptr<TrainingData> load_training_data(const core::Plan& plan) {
-  if (plan.model.is_gpt() && plan.max_seq_length > plan.model.n_positions)
+std::unique_ptr<TrainingData> load_image_data(const core::Plan& plan) { return std::make_unique<ImageData>(plan); }
+
+std::unique_ptr<TrainingData> load_text_data(const core::Plan& plan) {
+  if (plan.max_seq_length > plan.model.n_positions)
     throw core::UserError("max_seq_length: " + std::to_string(plan.max_seq_length) + " is longer than n_positions " +
                           std::to_string(plan.model.n_positions));
   const std::string& path = plan.dataset_path;
-  if (plan.model.is_gpt() && path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0)
+  if (path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0)
     return std::make_unique<SummaryData>(plan, plan_tokenizer(plan), path);
-  if (plan.model.is_gpt()) return std::make_unique<TokenData>(plan);
-  return std::make_unique<ImageData>(plan);
+  return std::make_unique<TokenData>(plan);
 }
 
 }  // namespace quintnet::exec

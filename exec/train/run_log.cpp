@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/schedule.h"
 #include "core/stage_balance.h"
+#include "exec/models/registry.h"
 
 namespace quintnet::exec {
 
@@ -39,7 +40,7 @@ void RunLog::start(const TrainingData& data, long steps_per_epoch, int side_by_s
     std::printf("pipeline: %s\n", note.c_str());
   }
   if (options_.evaluate)
-    std::printf(p.model.is_gpt()
+    std::printf(model_entry(p.model).language_model
                     ? "\n| Epoch | Train Loss | Train PPL | Val Loss | Val PPL |\n"
                       "|-------|------------|-----------|----------|---------|\n"
                     : "\n| Epoch | Train Loss | Train Acc | Val Loss | Val Acc |\n"
@@ -66,7 +67,7 @@ void RunLog::step(long step, int epoch, double loss, double lr, double grad_norm
 
 void RunLog::epoch(int epoch, double train_loss, double train_accuracy, double val_loss, double val_accuracy) {
   if (!on_) return;
-  if (plan_.model.is_gpt())
+  if (model_entry(plan_.model).language_model)
     std::printf("| %5d | %10.4f | %9.2f | %8.4f | %7.2f |\n", epoch, train_loss, std::exp(train_loss), val_loss,
                 std::exp(val_loss));
   else

@@ -11,8 +11,8 @@
 #include "exec/checkpoint/checkpoint.h"
 #include "exec/data/batch_sampler.h"
 #include "exec/data/training_data.h"
-#include "exec/models/gpt2.h"
-#include "exec/models/vit.h"
+#include "exec/models/registry.h"
+#include "exec/models/serial_state.h"
 #include "exec/trace/trace_recorder.h"
 #include "exec/train/lr_schedule.h"
 #include "exec/train/progress.h"
@@ -32,8 +32,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // threads drawing masks from one generator draw them in no fixed order), no trace (a
 // rank's lane shows one op at a time).  Asked for explicitly where it cannot be: an error.
 int microbatches_side_by_side(const core::Plan& p, const Communicator& comm, const TrainOptions& o, size_t chunks) {
-  const bool dropout =
-      p.model.is_gpt() ? p.model.attn_pdrop + p.model.embd_pdrop + p.model.resid_pdrop > 0 : p.model.dropout > 0;
+  const bool dropout = model_entry(p.model).has_dropout(p.model);
   const char* why_not = comm.world_size() != 1 || chunks != 1 ? "it needs a one-rank run"
                         : p.device_type != "cpu"               ? "it is for the CPU"
                         : dropout                              ? "the plan has dropout"
@@ -49,13 +48,6 @@ int microbatches_side_by_side(const core::Plan& p, const Communicator& comm, con
 }
 
 }  // namespace
-
-std::shared_ptr<StageModel> make_serial_model(const core::Plan& plan) {
-  if (!plan.model.is_gpt()) return ViT(plan.model, TpContext{}).ptr();
-  Gpt2 gpt(plan.model, TpContext{});
-  if (!plan.checkpoint_path.empty()) load_hf_gpt2(gpt, plan.checkpoint_path);  // fine-tuning from released weights
-  return gpt.ptr();
-}
 
 Trainer::Trainer(const core::Plan& plan, Communicator& comm, TrainOptions options)
     : plan_(plan), comm_(comm), options_(std::move(options)), is_logger_(comm.rank() == 0),
@@ -162,11 +154,12 @@ bool Trainer::no_longer_improving(double val_loss, Manifest& state, RunLog& log)
 TrainResult Trainer::run() {
   const auto t0 = Clock::now();
   const core::Plan& p = plan_;
-  const std::unique_ptr<TrainingData> data = load_training_data(p);
+  const ModelEntry& model = model_entry(p.model);
+  const std::unique_ptr<TrainingData> data = model.load_data(p);
 
   // The same serial initial weights on every layout: seed, build serial, then shard.
   torch::manual_seed(p.seed);
-  std::shared_ptr<StageModel> serial = make_serial_model(p);
+  std::shared_ptr<StageModel> serial = model.make_serial(p);
   serial->to(device_);
   auto pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
   serial = nullptr;
@@ -176,10 +169,7 @@ TrainResult Trainer::run() {
   const int m = p.microbatches();
   const core::Schedule schedule =
       core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), m, static_cast<int>(pm->chunks.size()));
-  // The activations between stages: [micro-batch, tokens, hidden].
-  const int64_t tokens = p.model.is_gpt()
-                             ? p.max_seq_length
-                             : (p.model.img_size / p.model.patch_size) * (p.model.img_size / p.model.patch_size) + 1;
+  const int64_t tokens = model.tokens(p);  // the activations between stages: [micro-batch, tokens, hidden]
   const int side_by_side = microbatches_side_by_side(p, comm_, options_, pm->chunks.size());
   PipelineRunner runner(schedule, *pm, comm_, tokens, p.model.hidden(), p.precision == "bf16", side_by_side);
   Group& dp = comm_.axis("dp");
@@ -272,7 +262,7 @@ TrainResult Trainer::run() {
     if (options_.evaluate) {
       const Evaluation ev = evaluate(runner, *pm, *data);
       result.final_val_loss = ev.loss;
-      if (!p.model.is_gpt()) result.final_val_accuracy = ev.accuracy;
+      if (!model.language_model) result.final_val_accuracy = ev.accuracy;
       log.epoch(epoch + 1, train_loss, train_acc, ev.loss, ev.accuracy);
       stop_early = no_longer_improving(ev.loss, state, log);
     }

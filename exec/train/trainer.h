@@ -48,10 +48,6 @@ struct TrainResult {
   double wall_s = 0.0;
 };
 
-// The plan's model, whole and unsharded, freshly initialised from the current seed
-// (GPT-2: then loaded from checkpoint_path when the plan names one).
-std::shared_ptr<StageModel> make_serial_model(const core::Plan& plan);
-
 class Trainer {
  public:
   Trainer(const core::Plan& plan, Communicator& comm, TrainOptions options);

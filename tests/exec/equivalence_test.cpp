@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <fstream>
+#include <unistd.h>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -38,11 +39,12 @@ void load_params(const std::string& path, std::map<std::string, torch::Tensor>& 
 Outcome train(const std::string& name, const std::string& mesh, int nproc, int microbatches = 2,
               const std::string& schedule = "1f1b", int chunks = 1, const std::string& threads = "--threads 1") {
   const std::string config = write_file(
-      name + ".yaml", "batch_size: 32\ngrad_acc_steps: " + std::to_string(microbatches) +
+      name + std::to_string(getpid()) + ".yaml", "batch_size: 32\ngrad_acc_steps: " + std::to_string(microbatches) +
                           "\nlearning_rate: 1e-4\nmax_grad_norm: 1.0\nimg_size: 28\npatch_size: 4\nhidden_dim: 64\n"
                           "n_heads: 4\ndepth: 8\nmesh_dim: " + mesh + "\nmesh_name: ['dp', 'tp', 'pp']\nschedule: " +
                           schedule + "\nvirtual_stages: " + std::to_string(chunks) + "\n");
-  const std::string dir = ::testing::TempDir() + "/";
+  // This process's own files: ctest -j runs several tests that train the same reference.
+  const std::string dir = ::testing::TempDir() + "/eq" + std::to_string(getpid()) + "_";
   const std::string cmd = bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
                           " --config " + config + " --max-steps 10 --no-eval --quiet " + threads + " --metrics " + dir +
                           name + ".jsonl --save-params " + dir + name + ".pt";
