@@ -127,5 +127,7 @@ void validate_plan(const Plan& plan, std::optional<int> world_size = std::nullop
 // Every key the loader understands (for "did you mean" and docs).
 std::vector<std::string> known_plan_keys();
 std::vector<std::string> strategy_names();
+// The mesh axes a strategy parallelises over ({} for an unknown name).
+std::vector<std::string> strategy_axes(const std::string& strategy);
 
 }  // namespace quintnet::core

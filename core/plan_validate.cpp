@@ -9,15 +9,12 @@
 namespace quintnet::core {
 namespace {
 
-std::vector<std::string> strategy_axes(const std::string& strategy) {
-  if (strategy == "dp") return {"dp"};
-  if (strategy == "tp") return {"tp"};
-  if (strategy == "pp") return {"pp"};
-  if (strategy == "dp_tp") return {"dp", "tp"};
-  if (strategy == "dp_pp") return {"dp", "pp"};
-  if (strategy == "tp_pp") return {"tp", "pp"};
-  if (strategy == "3d") return {"dp", "tp", "pp"};
-  return {};
+// Each strategy and the mesh axes it parallelises over: the one table of them.
+const std::vector<std::pair<std::string, std::vector<std::string>>>& strategies() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> table = {
+      {"dp", {"dp"}},           {"tp", {"tp"}},           {"pp", {"pp"}},           {"dp_tp", {"dp", "tp"}},
+      {"dp_pp", {"dp", "pp"}}, {"tp_pp", {"tp", "pp"}}, {"3d", {"dp", "tp", "pp"}}};
+  return table;
 }
 
 class Checker {
@@ -144,7 +141,17 @@ class Checker {
 
 }  // namespace
 
-std::vector<std::string> strategy_names() { return {"dp", "tp", "pp", "dp_tp", "dp_pp", "tp_pp", "3d"}; }
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, axes] : strategies()) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> strategy_axes(const std::string& strategy) {
+  for (const auto& [name, axes] : strategies())
+    if (name == strategy) return axes;
+  return {};
+}
 
 void validate_plan(const Plan& plan, std::optional<int> world_size) { Checker(plan).check(world_size); }
 

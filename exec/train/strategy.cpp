@@ -58,11 +58,11 @@ class MeshStrategy : public Strategy {
 }  // namespace
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, Communicator& comm, const core::Plan& plan) {
-  const auto known = core::strategy_names();
-  if (std::find(known.begin(), known.end(), name) == known.end())
+  const std::vector<std::string> axes = core::strategy_axes(name);
+  if (axes.empty())
     throw core::UserError("strategy_name: unknown strategy '" + name + "'; choose one of dp, tp, pp, dp_tp, dp_pp, "
                           "tp_pp, 3d");
-  auto uses = [&](const char* axis) { return name == "3d" || name.find(axis) != std::string::npos; };
+  auto uses = [&](const char* axis) { return std::find(axes.begin(), axes.end(), axis) != axes.end(); };
   return std::make_unique<MeshStrategy>(name, uses("dp"), uses("tp"), uses("pp"), comm, plan);
 }
 
