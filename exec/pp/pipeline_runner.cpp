@@ -135,18 +135,16 @@ void PipelineRunner::grad_sync(const core::Step& step) {
   trace(step, start);
 }
 
-TraceRecorder::Clock::time_point PipelineRunner::trace(const core::Step& step, TraceRecorder::Clock::time_point start,
-                                                      std::int64_t bytes) {
-  const auto end = TraceRecorder::Clock::now();
+void PipelineRunner::trace(const core::Step& step, TraceRecorder::Clock::time_point start, std::int64_t bytes) {
   TraceRecorder* tracer = comm_.tracer();
-  if (!tracer || !tracer->active()) return end;
+  if (!tracer || !tracer->active()) return;
+  const auto end = TraceRecorder::Clock::now();
   const int peer = step.action.peer >= 0 ? pp_.ranks[step.action.peer] : -1;
   tracer->event(step.lane, step.kind, step.name, start, end, step.action.mb, step.action.chunk, bytes, peer);
   if (step.action.kind == ActionKind::SendAct || step.action.kind == ActionKind::SendGrad)
     tracer->send(step.message->tag(schedule_), peer, start);
   if (step.action.kind == ActionKind::RecvAct || step.action.kind == ActionKind::RecvGrad)
     tracer->recv(step.message->tag(schedule_), peer, end);
-  return end;
 }
 
 std::vector<double> PipelineRunner::share_from_last_stage(torch::Tensor stats) {

@@ -68,9 +68,9 @@ class PipelineRunner : private core::ScheduleHandler {
   void recv(const core::Step& step) override;
   void grad_sync(const core::Step& step) override;
   void optimizer_step(const core::Step&) override {}  // the trainer's, after train_step returns
-  // The action's event in the trace (when tracing), from `start` to now (returned).
-  std::chrono::steady_clock::time_point trace(const core::Step& step, std::chrono::steady_clock::time_point start,
-                                              std::int64_t bytes = 0);
+  // The action's event in the trace (when tracing), from `start` to now, and a
+  // message's endpoint for the trace's arrows.
+  void trace(const core::Step& step, std::chrono::steady_clock::time_point start, std::int64_t bytes = 0);
 
   torch::Tensor stage_forward(int c, const torch::Tensor& input);  // chunk c's model, under autocast with bf16
   StepStats train_step_side_by_side(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels);
