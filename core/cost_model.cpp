@@ -1,6 +1,7 @@
 #include "core/cost_model.h"
 
 #include "core/error.h"
+#include "core/model_kind.h"
 
 namespace quintnet::core {
 namespace {
@@ -55,10 +56,7 @@ ModelDims model_dims(const std::string& name) {
 }
 
 ModelDims model_dims(const ModelConfig& c, int seq_len) {
-  if (c.is_gpt()) return ModelDims{"gpt2 (plan)", false, c.n_layer, c.n_embd, c.n_head, c.n_inner, c.vocab_size, seq_len, 0};
-  const int patches = (c.img_size / c.patch_size) * (c.img_size / c.patch_size);
-  return ModelDims{"vit (plan)", true, c.depth, c.hidden_dim, c.n_heads, 4 * c.hidden_dim, c.num_classes, patches + 1,
-                   c.patch_size * c.patch_size * c.in_channels};
+  return model_kind(c.kind).dims(c, seq_len);
 }
 
 StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, double bytes) {

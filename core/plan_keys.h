@@ -21,6 +21,7 @@ struct PlanKey {
   std::string type;     // integer, number, text, list of integers, list of names
   std::string range;    // for the docs: "1 to 65536", "vit or gpt2", "" (any)
   std::string help;
+  std::string model;     // the model kind it describes ("gpt2"), or "" for every plan's keys
   bool original = true;  // a key of the original Python QuintNet configs
   std::string default_text;  // the docs' default when the plan's own would mislead ("4 × n_embd")
   // Reads the key (from the model_config block's reader for model_config.* keys).

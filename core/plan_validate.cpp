@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/model_kind.h"
 #include "core/plan.h"
 
 namespace quintnet::core {
@@ -101,24 +102,21 @@ class Checker {
   void check_model() const {
     const ModelConfig& m = p_.model;
     const int tp = p_.tp(), pp = p_.pp(), v = p_.virtual_stages;
-    const std::string heads_key = m.is_gpt() ? "model_config.n_head" : "n_heads";
-    const std::string hidden_key = m.is_gpt() ? "model_config.n_embd" : "hidden_dim";
-    const std::string layers_key = m.is_gpt() ? "model_config.n_layer" : "depth";
+    const ModelKind& kind = model_kind(m.kind);
+    const std::string& heads_key = kind.heads_key;
+    const std::string& hidden_key = kind.hidden_key;
     divisible(hidden_key, m.hidden(), heads_key, m.heads(),
               "the hidden size must split evenly into attention heads");
     divisible(heads_key, m.heads(), "tp", tp, "tensor parallelism splits whole heads; pick tp dividing " +
                                                   std::to_string(m.heads()));
     divisible(hidden_key, m.hidden(), "tp", tp, "pick tp dividing " + std::to_string(m.hidden()));
-    if (m.is_gpt())
-      divisible("model_config.n_inner", m.n_inner, "tp", tp, "pick tp dividing " + std::to_string(m.n_inner));
-    else
-      divisible("img_size", m.img_size, "patch_size", m.patch_size, "choose a patch size that tiles the image");
+    for (const Divisibility& rule : kind.rules(m, tp)) divisible(rule.key, rule.value, rule.by_key, rule.by, rule.fix);
     if (m.layers() < pp * v) {
       std::ostringstream msg;
       msg << m.layers() << " layers cannot fill " << pp * v << " pipeline stages (pp " << pp << " x "
           << v << " chunks); every stage needs at least one layer: reduce pp"
           << (v > 1 ? " or virtual_stages" : "") << ", or use more layers";
-      fail(layers_key, msg.str());
+      fail(kind.layers_key, msg.str());
     }
   }
 

@@ -131,6 +131,7 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
     fs::remove_all(final_dir, ec);
     fs::rename(partial, final_dir, ec);
     if (ec) throw core::UserError(final_dir.string() + ": cannot move the checkpoint into place (" + ec.message() + ")");
+    core::sync_directory(run_dir_);
     core::write_file_atomically((fs::path(run_dir_) / "latest").string(), step_dir_name(progress.step) + "\n");
     prune();
   }

@@ -45,7 +45,7 @@ void info(const std::string& dir, const Manifest& m) {
 // A GPT-2 checkpoint as Hugging Face's model.safetensors (names, Conv1D layout).
 void export_safetensors(const std::string& dir, const Manifest& m, const std::string& output) {
   const core::ModelConfig config = core::parse_plan_text(m.plan.dump(), dir + "/manifest.json").plan.model;
-  if (!config.is_gpt()) throw core::UserError("--format safetensors: the checkpoint holds a " + config.kind + ", not a GPT-2");
+  if (config.kind != "gpt2") throw core::UserError("--format safetensors: the checkpoint holds a " + config.kind + ", not a GPT-2");
   ShardReader reader(dir, m);
   exec::SerialState state;
   for (const std::string& name : reader.parameter_names()) state[name] = reader.serial("param/", name);

@@ -104,7 +104,7 @@ int generate(int argc, char** argv) {
     checkpoint_dir = exec::resolve_checkpoint(*dir);
     manifest = exec::read_manifest(checkpoint_dir);
     config = core::parse_plan_text(manifest->plan.dump(), checkpoint_dir + "/manifest.json").plan.model;
-    if (!config.is_gpt()) throw core::UserError(checkpoint_dir + ": a checkpoint of a " + config.kind + ", not a GPT-2");
+    if (config.kind != "gpt2") throw core::UserError(checkpoint_dir + ": a checkpoint of a " + config.kind + ", not a GPT-2");
   } else {
     weights.emplace(*args.value("weights"));
     config = config_from_weights(*weights, args.get_int("n-head", 0, 0, 1 << 16));

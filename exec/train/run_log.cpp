@@ -57,11 +57,13 @@ void RunLog::resumed(const std::string& checkpoint, long step, long planned_step
 }
 
 void RunLog::step(long step, int epoch, double loss, double lr, double grad_norm, double rate,
-                  const std::vector<double>& mb_losses) {
+                  const std::vector<double>& mb_losses, bool skipped) {
   if (!metrics_.is_open()) return;
-  const nlohmann::ordered_json line{{"step", step},      {"epoch", epoch},         {"loss", loss},
-                                    {"lr", lr},          {"grad_norm", grad_norm}, {"samples_per_s", rate},
-                                    {"mb_losses", mb_losses}};
+  // NaN and infinities are written as null: every line stays JSON.
+  nlohmann::ordered_json line{{"step", step},      {"epoch", epoch},         {"loss", loss},
+                              {"lr", lr},          {"grad_norm", grad_norm}, {"samples_per_s", rate},
+                              {"mb_losses", mb_losses}};
+  if (skipped) line["skipped"] = true;
   metrics_ << line.dump() << '\n' << std::flush;
 }
 
@@ -84,8 +86,10 @@ void RunLog::message(const std::string& line) {
 
 void RunLog::done(const TrainResult& r) {
   if (!on_) return;
-  std::printf("done: %ld steps in %.1f s, %.1f samples/s, final train loss %.4f\n", r.steps, r.wall_s,
+  std::printf("done: %ld steps in %.1f s, %.1f samples/s, final train loss %.4f", r.steps, r.wall_s,
               r.samples_per_s, r.final_train_loss);
+  if (r.skipped_steps > 0) std::printf(" (%ld non-finite steps skipped)", r.skipped_steps);
+  std::printf("\n");
 }
 
 }  // namespace quintnet::exec

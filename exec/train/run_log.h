@@ -21,9 +21,10 @@ class RunLog {
   // The run's shape, how microbatches are computed, the pipeline's balance, the table header.
   void start(const TrainingData& data, long steps_per_epoch, int microbatches_side_by_side);
   void resumed(const std::string& checkpoint, long step, long planned_steps, long total_steps);
-  // One optimizer step: the metrics line (rate: samples/s since training began).
+  // One optimizer step: the metrics line (rate: samples/s since training began;
+  // skipped: a non-finite step whose optimizer step did not happen).
   void step(long step, int epoch, double loss, double lr, double grad_norm, double rate,
-            const std::vector<double>& mb_losses);
+            const std::vector<double>& mb_losses, bool skipped);
   // The epoch table's row; without an evaluation there is no table.
   void epoch(int epoch, double train_loss, double train_accuracy, double val_loss, double val_accuracy);
   void message(const std::string& line);  // one line on standard output

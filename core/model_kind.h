@@ -1,0 +1,40 @@
+#pragma once
+// core::ModelKind — everything core knows of a model a plan can name, in one table
+// (core/model_kind.cpp): where its keys sit in a config, which keys give its sizes
+// (named in messages), its default data, its sizes, its layer shapes for the cost
+// model and the shape checks only it needs.  Nothing else in core asks which model a
+// plan holds.  The executor's side of a model is exec/models/registry.cpp.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/cost_model.h"
+#include "core/plan.h"
+
+namespace quintnet::core {
+
+// A shape rule of one model: `value` (the key `key`) must be divisible by `by` (named `by_key`).
+struct Divisibility {
+  std::string key;
+  int value;
+  std::string by_key;
+  int by;
+  std::string fix;  // what to do instead
+};
+
+struct ModelKind {
+  std::string name;             // the plan's `model`
+  std::string title;            // for messages: "a ViT", "GPT-2"
+  std::string key_block;        // the block holding its keys ("model_config"), or "" (top level)
+  std::string default_dataset;  // "" leaves the choice to the executor (a data/ folder)
+  std::string layers_key, heads_key, hidden_key;  // the keys of its sizes
+  std::function<ModelDims(const ModelConfig&, int seq_len)> dims;  // its sizes and the cost model's view
+  std::function<std::vector<Divisibility>(const ModelConfig&, int tp)> rules;  // besides heads and tp
+};
+
+const std::vector<ModelKind>& model_kinds();
+// Throws ConfigError naming the known kinds.
+const ModelKind& model_kind(const std::string& name);
+std::string model_kind_names(const std::string& separator);  // "vit or gpt2"
+
+}  // namespace quintnet::core
