@@ -47,7 +47,7 @@ void write_png(const viz::Scene& scene, const std::string& path) {
   const std::string tmp = path + ".tmp.png";
   if (!image.save(QString::fromStdString(tmp), "PNG"))
     throw core::UserError(path + ": cannot write the PNG (directory missing or not writable?)");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw core::UserError(path + ": cannot move the PNG into place");
+  core::move_into_place(tmp, path);
 }
 
 int render(int argc, char** argv) {
