@@ -253,10 +253,11 @@ class TraceScanner {
       }
       if (!more('}')) break;
     }
-    if (!has_ph || ph != "X" || !pid || !pid->integer || !tid || !tid->integer || !ts) return false;
+    // A complete event needs its duration as much as its start (the document path says which is missing).
+    if (!has_ph || ph != "X" || !pid || !pid->integer || !tid || !tid->integer || !ts || !dur) return false;
     const std::int64_t rank = pid->integer_value, lane = tid->integer_value;
     if (rank < 0 || rank >= (1 << 24) - 1 || lane < 0 || lane >= kNumLanes) return false;
-    const double t = ts->value, d = dur ? dur->value : 0.0;
+    const double t = ts->value, d = dur->value;
     if (!std::isfinite(t) || t < -1e18 || t > 1e18 || !std::isfinite(d) || d < 0 || d > 1e18) return false;
     for (const auto* a : {&step, &mb, &chunk, &bytes, &peer, &coords[0], &coords[1], &coords[2]})
       if (*a && !(*a)->integer) return false;

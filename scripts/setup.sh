@@ -24,8 +24,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git clang-format procps
   # core
   nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
-  # tests and benchmarks
-  libgtest-dev libbenchmark-dev
+  # tests and benchmarks; clang's libFuzzer and sanitizers (scripts/sanitize.sh)
+  libgtest-dev libbenchmark-dev clang-14 libfuzzer-14-dev
   # exec: LibTorch (CPU) + c10d; OpenBLAS so matmuls do not fall back to the reference BLAS
   libtorch-dev libgloo-dev libopenblas0-openmp
   # sim

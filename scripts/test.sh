@@ -5,6 +5,8 @@
 #      tiktoken and Hugging Face included.
 #   2. PyPI's torch 2.15 wheel (build-torch2/cmake/): core and the executor suites again,
 #      the CUDA/NCCL path compiled and linked (its GPU check skips without a GPU).
+#   3. The sanitizer build (build-asan/, clang, ASan + UBSan): the core, sim, visualizer
+#      and text suites again, and 10 s of each libFuzzer target (scripts/sanitize.sh).
 # QN_TEST_TORCH_WHEEL=0 leaves out the second build (and the PyPI download, ~4 GB).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -24,12 +26,15 @@ else
 fi
 
 bash "$root/scripts/build.sh"
-(cd "${QN_BUILD_DIR:-$root/build}" && ctest --output-on-failure --timeout 900)
+(cd "${QN_BUILD_DIR:-$root/build}" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
 
 if [ "$wheel_ready" = 1 ]; then
   echo "test: second build, LibTorch $("$root/build-torch2/venv/bin/python" -c 'import torch; print(torch.__version__)')"
   QN_BUILD_DIR= bash "$root/scripts/build.sh" --torch-wheel
-  (cd "$root/build-torch2/cmake" && ctest --output-on-failure --timeout 900)
+  (cd "$root/build-torch2/cmake" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
 else
   echo "test: LibTorch 2.x build NOT run (QN_TEST_TORCH_WHEEL=0 or PyPI unreachable)"
 fi
+
+echo "test: sanitizer build (ASan + UBSan) and fuzzers"
+bash "$root/scripts/sanitize.sh"

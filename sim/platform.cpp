@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "core/error.h"
 #include "sim/simgrid_compat.h"
@@ -39,20 +40,31 @@ Platform preset(const std::string& name) {
 std::vector<std::string> platform_presets() { return {"dgx-a100", "dgx-h100", "h200", "cpu-local", "ideal"}; }
 
 Platform platform_from_json(const nlohmann::json& j, const std::string& origin) {
-  Platform p = j.contains("preset") ? preset(j.at("preset").get<std::string>()) : Platform{};
-  p.name = j.value("name", origin);
-  auto number = [&](const char* key, double& into, double min) {
+  if (!j.is_object())
+    throw core::UserError(origin + ": a platform is a JSON object such as {\"preset\": \"dgx-a100\", \"nodes\": 4}");
+  auto text = [&](const char* key, const std::string& fallback) {
+    if (!j.contains(key)) return fallback;
+    if (!j.at(key).is_string()) throw core::UserError(origin + ": '" + key + "' must be text, got " + j.at(key).dump());
+    return j.at(key).get<std::string>();
+  };
+  Platform p = j.contains("preset") ? preset(text("preset", "")) : Platform{};
+  p.name = text("name", origin);
+  auto number = [&](const char* key, double& into, double min, double max = 1e300) {
     if (!j.contains(key)) return;
-    if (!j.at(key).is_number() || !(j.at(key).get<double>() >= min))
-      throw core::UserError(origin + ": '" + key + "' must be a number >= " + std::to_string(min) + ", got " +
-                            j.at(key).dump());
+    if (!j.at(key).is_number() || !(j.at(key).get<double>() >= min) || !(j.at(key).get<double>() <= max)) {
+      std::ostringstream range;
+      if (max < 1e300) range << "from " << min << " to " << max;
+      else range << ">= " << min;
+      throw core::UserError(origin + ": '" + key + "' must be a number " + range.str() + ", got " + j.at(key).dump());
+    }
     into = j.at(key).get<double>();
   };
+  // Counts become ints: a billion of anything is past any cluster.
   double nodes = p.nodes, gpus = p.gpus_per_node, nics = p.nics_per_node, cores = p.cores_per_node;
-  number("nodes", nodes, 1);
-  number("gpus_per_node", gpus, 1);
-  number("nics_per_node", nics, 1);
-  number("cores_per_node", cores, 0);
+  number("nodes", nodes, 1, 1e9);
+  number("gpus_per_node", gpus, 1, 1e9);
+  number("nics_per_node", nics, 1, 1e9);
+  number("cores_per_node", cores, 0, 1e9);
   number("peak_flops", p.peak_flops, 1);
   number("efficiency", p.efficiency, 1e-6);
   number("memory_bytes", p.memory_bytes, 0);  // 0: unknown, no memory check

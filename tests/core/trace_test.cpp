@@ -106,6 +106,11 @@ TEST(Trace, MalformedFilesNameThePosition) {
   EXPECT_NE(msg.find("traceEvents[0].dur"), std::string::npos) << msg;
   EXPECT_NE(msg.find("\"long\""), std::string::npos) << msg;
 
+  // A complete event without its duration (the fast scanner took it as 0 until the
+  // clang fuzzing build found it disagreeing with the document path).
+  msg = read_error(R"({"traceEvents": [{"ph": "X", "pid": 0, "tid": 0, "ts": 1}]})");
+  EXPECT_NE(msg.find("traceEvents[0].dur"), std::string::npos) << msg;
+
   msg = read_error(R"({"traceEvents": [{"ph": "X", "pid": 0, "tid": 9, "ts": 1, "dur": 1}]})");
   EXPECT_NE(msg.find("traceEvents[0].tid"), std::string::npos) << msg;
 

@@ -456,3 +456,20 @@ TEST(Simulator, HierarchicalAllReduceIsReduceScatterAcrossNodesAllGather) {
   const auto flat = simulate("--allreduce " + std::to_string(S) + " --ranks 16 --collective ring --platform " + platform);
   EXPECT_GT(flat.value("allreduce_s", 0.0), 1.5 * expected);
 }
+
+// Platform JSON that is not an object, or has text where a number belongs (and the
+// reverse), or a count past any cluster: one line, exit 2 (found by platform_fuzzer).
+TEST(Simulator, BadJsonPlatformsGetOneLineAndExitTwo) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[1, 2]", "is a JSON object"},
+      {R"({"preset": 7})", "'preset' must be text"},
+      {R"({"name": 3})", "'name' must be text"},
+      {R"({"nodes": 1e300})", "'nodes' must be a number from 1 to"},
+  };
+  for (const auto& [text, expected] : cases) {
+    const std::string path = write_file("bad_platform.json", text);
+    auto r = run_command(bin("quintnet-simulate") + " --allreduce 1e6 --ranks 2 --platform " + path);
+    EXPECT_EQ(r.code, 2) << text << "\n" << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << text << "\n" << r.err;
+  }
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The sanitizer build (docs/HARDENING.md): core, sim, visualizer and text built with
+# clang under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), their test
+# suites run, then every libFuzzer target of fuzz/ runs briefly on its seed corpus.
+#   bash scripts/sanitize.sh               # build, tests, 10 s of each fuzzer
+#   QN_FUZZ_SECONDS=600 bash scripts/sanitize.sh
+#   bash scripts/sanitize.sh --runs 1000000   # the documented long run: N executions each
+# The executor (LibTorch) is not in this build: Debian's LibTorch is not instrumented,
+# and its suites take CI's time already (docs/HARDENING.md says what that leaves out).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="$root/build-asan"
+runs=""
+if [ "${1:-}" = "--runs" ]; then
+  [ -n "${2:-}" ] || { echo "sanitize: --runs needs a number" >&2; exit 2; }
+  runs="$2"
+elif [ -n "${1:-}" ]; then
+  echo "sanitize: unknown option '$1' (known: --runs N)" >&2
+  exit 2
+fi
+command -v clang++-14 > /dev/null || { echo "sanitize: clang++-14 missing (bash scripts/setup.sh installs it)" >&2; exit 3; }
+
+CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+  -DQN_WITH_TORCH=OFF -DQN_FUZZ=ON -DQN_BUILD_BENCHMARKS=OFF > "$build.configure.log" ||
+  { cat "$build.configure.log"; exit 1; }
+cmake --build "$build" -j "$(nproc)"
+
+# Qt's own allocations at exit are not ours to fix: leak checking stays on for the
+# rest through the suppressions file.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$root/fuzz/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export QT_QPA_PLATFORM=offscreen
+(cd "$build" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
+
+seconds="${QN_FUZZ_SECONDS:-10}"
+for fuzzer in "$build"/bin/*_fuzzer; do
+  name="$(basename "$fuzzer" _fuzzer)"
+  corpus="$(mktemp -d)"
+  cp "$root/fuzz/corpus/$name"/* "$corpus"/ 2> /dev/null || true
+  if [ -n "$runs" ]; then limit=(-runs="$runs"); else limit=(-max_total_time="$seconds"); fi
+  echo "sanitize: $name fuzzer (${runs:-$seconds s}${runs:+ executions})"
+  log="$corpus.log"
+  status=0
+  (cd "$build" && "$fuzzer" "${limit[@]}" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 "$corpus" \
+     > "$log" 2>&1) || status=$?
+  grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|Done)" "$log" || true
+  rm -rf "$corpus"
+  if [ "$status" != 0 ]; then
+    tail -40 "$log"
+    echo "sanitize: the $name fuzzer found a problem (the input is saved in $build as crash-*)"
+    exit 1
+  fi
+  rm -f "$log"
+done
+echo "sanitize: all suites and fuzzers clean"
