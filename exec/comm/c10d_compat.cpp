@@ -1,5 +1,6 @@
 #include "exec/comm/c10d_compat.h"
 
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -20,6 +21,10 @@ c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, int port
   opts.waitWorkers = true;
   opts.timeout = timeout;
   return c10::make_intrusive<c10d::TCPStore>(host, opts);
+}
+
+c10::intrusive_ptr<c10d::Store> make_file_store(const std::string& path, int world_size) {
+  return c10::make_intrusive<c10d::FileStore>(path, world_size);
 }
 
 c10::intrusive_ptr<c10d::Store> make_prefix_store(const std::string& prefix, c10::intrusive_ptr<c10d::Store> store) {

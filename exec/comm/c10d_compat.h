@@ -28,6 +28,8 @@ using CommBackend = c10d::ProcessGroup;
 c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, int port, int rank, int world_size,
                                                std::chrono::milliseconds timeout);
 // A namespace inside a store, so every group gets its own keys.
+// A store in a file of a folder only this user can read: no network listener at all.
+c10::intrusive_ptr<c10d::Store> make_file_store(const std::string& path, int world_size);
 c10::intrusive_ptr<c10d::Store> make_prefix_store(const std::string& prefix, c10::intrusive_ptr<c10d::Store> store);
 
 // Gloo over TCP; `hostname` is the interface to bind ("127.0.0.1" on one node, empty

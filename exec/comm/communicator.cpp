@@ -5,6 +5,12 @@
 namespace quintnet::exec {
 namespace {
 
+// What went wrong, without the C++ stack trace LibTorch appends to its own errors.
+std::string reason(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  return e.what();
+}
+
 std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : "+") + n;
@@ -25,13 +31,46 @@ Communicator::Communicator(const RankEnv& env, const core::Mesh& mesh, const std
 }
 
 void Communicator::connect_store() {
+  // One node started by quintnet launch: a FileStore in the launcher's private (0700)
+  // folder, so nothing listens on the network for the rendezvous (Gloo's own pairs bind
+  // 127.0.0.1).  Otherwise c10d's TCPStore at MASTER_ADDR:MASTER_PORT.
+  const std::string where = env_.store_dir.empty() ? env_.master_addr + ":" + std::to_string(env_.master_port)
+                                                   : env_.store_dir;
   try {
-    store_ = make_tcp_store(env_.master_addr, env_.master_port, env_.rank, env_.world_size, timeout_);
+    store_ = env_.store_dir.empty()
+                 ? make_tcp_store(env_.master_addr, env_.master_port, env_.rank, env_.world_size, timeout_)
+                 : make_file_store(env_.store_dir + "/store", env_.world_size);
   } catch (const std::exception& e) {
-    throw CommError("rendezvous at " + env_.master_addr + ":" + std::to_string(env_.master_port) +
-                    " failed for rank " + std::to_string(env_.rank) + " (are all " + std::to_string(env_.world_size) +
-                    " ranks started? is the port free? set MASTER_PORT): " + e.what());
+    throw CommError("rendezvous at " + where + " failed for rank " + std::to_string(env_.rank) + " (are all " +
+                    std::to_string(env_.world_size) + " ranks started? is the port free? set MASTER_PORT): " + reason(e));
   }
+  if (!env_.run_token.empty()) join_run(where);
+}
+
+void Communicator::join_run(const std::string& where) {
+  // Rank 0 publishes a fingerprint of the run's token at the store's root; every other
+  // rank compares it with its own, so a rank of another run (or a stray process) is
+  // refused at once instead of waiting for keys it will never see.  The run's keys then
+  // live under the token, out of reach of anyone who does not know it.
+  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a: the fingerprint does not give the token away
+  for (unsigned char c : env_.run_token) hash = (hash ^ c) * 1099511628211ull;
+  const std::string fingerprint = std::to_string(hash);
+  const std::string key = "quintnet/run-fingerprint";
+  if (env_.rank == 0) {
+    store_->set(key, std::vector<std::uint8_t>(fingerprint.begin(), fingerprint.end()));
+  } else {
+    try {
+      store_->wait({key}, timeout_);
+    } catch (const std::exception& e) {
+      throw CommError("rank " + std::to_string(env_.rank) + ": no rank 0 published its run at " + where +
+                      " within the timeout: " + reason(e));
+    }
+    const std::vector<std::uint8_t> theirs = store_->get(key);
+    if (std::string(theirs.begin(), theirs.end()) != fingerprint)
+      throw core::UserError("rank " + std::to_string(env_.rank) + ": its QN_RUN_TOKEN is not the run's at " + where +
+                            " (rank 0's); a rank of another run or a stray process cannot join it");
+  }
+  store_ = make_prefix_store("run/" + env_.run_token, store_);
 }
 
 Group Communicator::build_group(const std::string& name, const std::vector<int>& ranks) {
@@ -52,7 +91,7 @@ Group Communicator::build_group(const std::string& name, const std::vector<int>&
     throw;
   } catch (const std::exception& e) {
     throw CommError("creating the " + name + " process group of ranks failed on rank " + std::to_string(env_.rank) +
-                    ": " + e.what());
+                    ": " + reason(e));
   }
   return g;
 }
@@ -72,7 +111,7 @@ void Communicator::wait(c10d::Work& work, const std::string& what) {
     work.wait(timeout_);
   } catch (const std::exception& e) {
     throw CommError(what + " failed on rank " + std::to_string(env_.rank) + " (a peer died or timed out): " +
-                    e.what());
+                    reason(e));
   }
 }
 
@@ -83,7 +122,7 @@ c10::intrusive_ptr<c10d::Work> Communicator::all_reduce_sum_async(Group& g, torc
     return g.backend->allreduce(ts);
   } catch (const std::exception& e) {
     throw CommError("all-reduce on the " + g.name + " group failed on rank " + std::to_string(env_.rank) + ": " +
-                    e.what());
+                    reason(e));
   }
 }
 
@@ -115,7 +154,7 @@ void Communicator::all_reduce_max(Group& g, torch::Tensor& t) {
     throw;
   } catch (const std::exception& e) {
     throw CommError("all-reduce (max) on the " + g.name + " group failed on rank " + std::to_string(env_.rank) + ": " +
-                    e.what());
+                    reason(e));
   }
 }
 
@@ -130,7 +169,7 @@ void Communicator::broadcast(Group& g, torch::Tensor& t, int root_index) {
   } catch (const CommError&) {
     throw;
   } catch (const std::exception& e) {
-    throw CommError("broadcast on the " + g.name + " group failed: " + std::string(e.what()));
+    throw CommError("broadcast on the " + g.name + " group failed: " + reason(e));
   }
 }
 
@@ -146,7 +185,7 @@ torch::Tensor Communicator::all_gather(Group& g, const torch::Tensor& t, int64_t
   } catch (const CommError&) {
     throw;
   } catch (const std::exception& e) {
-    throw CommError("all-gather on the " + g.name + " group failed: " + std::string(e.what()));
+    throw CommError("all-gather on the " + g.name + " group failed: " + reason(e));
   }
   return torch::cat(output[0], dim);
 }
@@ -156,7 +195,7 @@ c10::intrusive_ptr<c10d::Work> Communicator::send_async(Group& g, torch::Tensor&
   try {
     return g.backend->send(ts, peer, tag);
   } catch (const std::exception& e) {
-    throw CommError("send to rank " + std::to_string(g.ranks[peer]) + " failed: " + std::string(e.what()));
+    throw CommError("send to rank " + std::to_string(g.ranks[peer]) + " failed: " + reason(e));
   }
 }
 
@@ -166,7 +205,7 @@ void Communicator::recv(Group& g, torch::Tensor& t, int peer, int tag) {
   try {
     work = g.backend->recv(ts, peer, tag);
   } catch (const std::exception& e) {
-    throw CommError("receive from rank " + std::to_string(g.ranks[peer]) + " failed: " + std::string(e.what()));
+    throw CommError("receive from rank " + std::to_string(g.ranks[peer]) + " failed: " + reason(e));
   }
   wait(*work, "receive from rank " + std::to_string(g.ranks[peer]));
 }

@@ -76,6 +76,7 @@ class Communicator {
 
  private:
   void connect_store();  // rendezvous; a single process needs none
+  void join_run(const std::string& where);  // QN_RUN_TOKEN: refuse a rank of another run
   Group build_group(const std::string& name, const std::vector<int>& ranks);
   bool gloo_lacks_dtype(const torch::Tensor& t) const;  // bfloat16 on Gloo: collectives run on an fp32 copy
 

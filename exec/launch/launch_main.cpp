@@ -16,14 +16,18 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/cli/args.h"
 #include "core/cli/main_guard.h"
+#include "core/error.h"
 
 namespace {
 
@@ -144,6 +148,36 @@ std::string resolve_command(const std::string& name) {
   return access((dir + "/" + name).c_str(), X_OK) == 0 ? dir + "/" + name : name;
 }
 
+// 128 random bits as hex: the run's token (docs/HARDENING.md).
+std::string random_token() {
+  unsigned char bytes[16];
+  FILE* f = std::fopen("/dev/urandom", "rb");
+  if (!f || std::fread(bytes, 1, sizeof(bytes), f) != sizeof(bytes))
+    throw quintnet::core::UserError("cannot read /dev/urandom for the run's token; give one with --token");
+  std::fclose(f);
+  std::string hex;
+  for (unsigned char b : bytes) {
+    char two[3];
+    std::snprintf(two, sizeof(two), "%02x", b);
+    hex += two;
+  }
+  return hex;
+}
+
+// The private folder of a one-node run's FileStore: 0700 (mkdtemp), removed at the end.
+struct StoreDir {
+  std::string path;
+  StoreDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "quintnet-run-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw quintnet::core::UserError("cannot create the run's private folder in " + pattern);
+    path = pattern;
+  }
+  ~StoreDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
 const std::vector<OptionSpec> kOptions = {
     {"nproc", "N", "ranks to start on this node (alias --nproc-per-node)"},
     {"nproc-per-node", "N", "same as --nproc"},
@@ -151,6 +185,9 @@ const std::vector<OptionSpec> kOptions = {
     {"node-rank", "R", "index of this node [0]"},
     {"master-addr", "ADDR", "address of rank 0's node [127.0.0.1]"},
     {"master-port", "PORT", "rendezvous port [a free port on one node, 29500 on several]"},
+    {"token", "T",
+     "the run's secret: ranks started with another token cannot join [random on one node; on several, the same "
+     "--token or QN_RUN_TOKEN on every node]"},
     {"grace", "SECONDS", "time a rank gets to exit after SIGTERM before SIGKILL [5]"},
 };
 
@@ -171,6 +208,18 @@ int launch(int argc, char** argv) {
   const int port = args.value("master-port") ? args.get_int("master-port", 29500, 1, 65535)
                                              : (nnodes == 1 ? free_port() : 29500);
   const int grace = args.get_int("grace", 5, 0, 3600);
+  // The rendezvous only this run's ranks can join: one node meets through a FileStore in
+  // a private folder (nothing listens on the network), and every run has a token.
+  const char* env_token = std::getenv("QN_RUN_TOKEN");
+  std::string token = args.get("token", env_token ? env_token : "");
+  if (token.empty()) {
+    if (nnodes > 1)
+      throw UsageError("--nnodes " + std::to_string(nnodes) +
+                       ": give every node the same --token T (or QN_RUN_TOKEN), so only this run's ranks can join");
+    token = random_token();
+  }
+  std::optional<StoreDir> store_dir;
+  if (nnodes == 1) store_dir.emplace();
   std::vector<std::string> cmd = args.positional();
   if (cmd.empty()) throw UsageError("no command to launch; usage: quintnet launch --nproc N -- COMMAND...");
   cmd[0] = resolve_command(cmd[0]);
@@ -184,7 +233,8 @@ int launch(int argc, char** argv) {
         {"RANK", std::to_string(c.rank)},          {"WORLD_SIZE", std::to_string(nnodes * nproc)},
         {"LOCAL_RANK", std::to_string(i)},         {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
         {"GROUP_RANK", std::to_string(node_rank)}, {"MASTER_ADDR", addr},
-        {"MASTER_PORT", std::to_string(port)}};
+        {"MASTER_PORT", std::to_string(port)},     {"QN_RUN_TOKEN", token}};
+    if (store_dir) env.push_back({"QN_STORE_DIR", store_dir->path});
     // Like torchrun: share the cores between the ranks unless the user decided.
     if (!std::getenv("OMP_NUM_THREADS"))
       env.push_back({"OMP_NUM_THREADS", std::to_string(std::max(1u, cores / static_cast<unsigned>(nproc)))});

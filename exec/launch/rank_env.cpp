@@ -46,6 +46,8 @@ RankEnv read_rank_env() {
   }
   if (const char* a = env("MASTER_ADDR")) e.master_addr = a;
   e.master_port = env_int("MASTER_PORT", e.master_port, 1, 65535);
+  if (const char* d = env("QN_STORE_DIR")) e.store_dir = d;
+  if (const char* t = env("QN_RUN_TOKEN")) e.run_token = t;
   if (e.rank >= e.world_size)
     throw core::UserError("rank " + std::to_string(e.rank) + " is not below the world size " +
                           std::to_string(e.world_size) + " (" + e.source + ")");

@@ -15,6 +15,11 @@ struct RankEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string source = "single process";  // "torchrun/quintnet launch", "SLURM"
+  // The rendezvous (docs/HARDENING.md): a private folder for a FileStore when quintnet
+  // launch started one node (QN_STORE_DIR; empty: a TCPStore at master_addr), and the
+  // run's token that every rank must share (QN_RUN_TOKEN; empty: none).
+  std::string store_dir;
+  std::string run_token;
 
   bool single_node() const { return local_world_size == world_size; }
 };

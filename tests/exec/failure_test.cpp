@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -127,4 +128,35 @@ TEST(Failures, NonFiniteGradientsStopTheRunNamingStepAndRankOrAreSkipped) {
     EXPECT_TRUE(j["loss"].is_number()) << line;
   }
   EXPECT_EQ(lines, 8);
+}
+
+// The rendezvous only this run's ranks can join (docs/HARDENING.md).  A one-node launch
+// meets through a FileStore in a private folder: every listening socket its ranks hold
+// during the run is on 127.0.0.1 (Gloo's pairs; a TCPStore would show 00000000, every
+// interface — listening_sockets.sh sees that for a hand-started run).  A rank started
+// with another token is refused with one line, and several nodes need a shared token.
+TEST(Failures, OneNodeRunsListenOnLoopbackOnlyAndAForeignTokenIsRefused) {
+  const std::string config = write_file("loopback_" + std::to_string(getpid()) + ".yaml", plan("mesh_dim: [2, 1, 1]\n"));
+  auto sockets = run_command("bash " + std::string(QN_SOURCE_DIR) + "/tests/exec/listening_sockets.sh " + config + " " +
+                             bin("quintnet-launch") + " --nproc 2 -- " + bin("quintnet-train") + " --config " + config +
+                             " --max-steps 20 --no-eval --quiet --threads 1");
+  EXPECT_NE(sockets.out.find("EXIT 0"), std::string::npos) << sockets.out << sockets.err;
+  std::istringstream lines(sockets.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("LISTEN ", 0) == 0) EXPECT_EQ(line.substr(7, 9), "0100007F:") << sockets.out;
+
+  // Two ranks by hand (torchrun's variables, a TCPStore), each with its own token.
+  const std::string env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                          std::to_string(29000 + getpid() % 900);
+  const std::string train = bin("quintnet-train") + " --config " + config + " --max-steps 2 --timeout 10 --threads 1";
+  auto foreign = run_command("bash -c '" + env + " QN_RUN_TOKEN=ours RANK=0 LOCAL_RANK=0 " + train +
+                             " 2>/dev/null & sleep 1; " + env + " QN_RUN_TOKEN=theirs RANK=1 LOCAL_RANK=1 " + train +
+                             "; B=$?; wait $!; A=$?; echo rc=$A,$B'");
+  EXPECT_NE(foreign.err.find("rank 1: its QN_RUN_TOKEN is not the run's"), std::string::npos) << foreign.err;
+  EXPECT_NE(foreign.out.find(",2"), std::string::npos) << foreign.out;  // the stray rank: exit 2
+  EXPECT_EQ(foreign.out.find("rc=0"), std::string::npos) << foreign.out;  // rank 0 does not train alone
+
+  auto two_nodes = run_command("env -u QN_RUN_TOKEN " + bin("quintnet-launch") + " --nproc 1 --nnodes 2 --node-rank 1 -- " + train);
+  EXPECT_EQ(two_nodes.code, 2);
+  EXPECT_NE(two_nodes.err.find("give every node the same --token"), std::string::npos) << two_nodes.err;
 }
