@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the libFuzzer targets (see fuzz/README.md).  Readers that take a
+// Helpers shared by the libFuzzer targets (see docs/HARDENING.md).  Readers that take a
 // path get the input through files in a private scratch folder of this process.
 #include <unistd.h>
 

@@ -1,5 +1,6 @@
 #include "core/cli/args.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -10,7 +11,8 @@
 
 namespace quintnet::core::cli {
 
-Args::Args(const std::string& program, const std::vector<OptionSpec>& specs, int argc, char** argv)
+Args::Args(const std::string& program, const std::vector<OptionSpec>& specs, int argc, char** argv,
+           bool options_end_at_command)
     : program_(program), specs_(specs) {
   bool only_positional = false;
   for (int i = 1; i < argc; ++i) {
@@ -26,6 +28,7 @@ Args::Args(const std::string& program, const std::vector<OptionSpec>& specs, int
         continue;
       }
       positional_.push_back(arg);
+      only_positional |= options_end_at_command;
       continue;
     }
     if (arg == "--") {
@@ -39,9 +42,15 @@ Args::Args(const std::string& program, const std::vector<OptionSpec>& specs, int
       name = name.substr(0, eq);
       has_value = true;
     }
+    std::replace(name.begin(), name.end(), '_', '-');
     if (name == "help") {
       help_ = true;
       continue;
+    }
+    if (name == "list-options") {  // for shell completion (quintnet completion bash): the option table
+      for (const auto& spec : specs_) std::cout << "--" << spec.name << '\n';
+      std::cout << "--help\n--version\n";
+      std::exit(0);
     }
     if (name == "version") {  // like argparse's version action: print and end here
       std::cout << program_ << ' ' << QN_VERSION << std::endl;

@@ -1,8 +1,10 @@
 #pragma once
 // A small command-line parser shared by the QuintNet executables: declared options
-// ("--name VALUE", "--name=VALUE" or flags), positional arguments, "--help",
-// "--version" (prints "PROGRAM VERSION" and exits 0), and a UsageError (exit 2) for
-// anything unknown or malformed, naming the option.
+// ("--name VALUE", "--name=VALUE" or flags; "--node_rank" is "--node-rank", as torchrun
+// and argparse users type both), positional arguments, "--help", "--version" (prints
+// "PROGRAM VERSION" and exits 0), "--list-options" (the option names, one per line, for
+// shell completion), and a UsageError (exit 2) for anything unknown or malformed,
+// naming the option.
 #include <map>
 #include <optional>
 #include <string>
@@ -26,8 +28,11 @@ struct OptionSpec {
 
 class Args {
  public:
-  // Throws UsageError for unknown options or a missing value.
-  Args(const std::string& program, const std::vector<OptionSpec>& specs, int argc, char** argv);
+  // Throws UsageError for unknown options or a missing value.  With
+  // `options_end_at_command` the first positional argument is a command and everything
+  // after it is its own (a launcher's "PROGRAM ARGS...", with or without "--").
+  Args(const std::string& program, const std::vector<OptionSpec>& specs, int argc, char** argv,
+       bool options_end_at_command = false);
 
   bool help_requested() const { return help_; }
   std::string usage(const std::string& synopsis) const;

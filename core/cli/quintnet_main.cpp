@@ -29,6 +29,7 @@ const std::vector<Verb> kVerbs = {
     {"schedule", "draw and check a pipeline schedule; bubble fraction, memory", cli::schedule_command},
     {"check-config", "validate a plan (YAML/JSON) before running it", cli::check_config_command},
     {"bubble", "a traced run's measured bubble beside what the schedule model predicts", cli::bubble_command},
+    {"completion", "print the bash completion script: source <(quintnet completion bash)", cli::completion_command},
     {"launch", "start N local ranks with the torchrun environment"},
     {"train", "train a model on the plan's mesh (LibTorch)"},
     {"checkpoint", "export or reshard checkpoints"},
@@ -52,6 +53,8 @@ std::string self_dir() {
 
 bool executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
+bool in_this_build(const Verb& v, const std::string& dir) { return v.builtin || executable(dir + "/quintnet-" + v.name); }
+
 void print_help() {
   const std::string dir = self_dir();
   std::cout << "usage: quintnet VERB [options]   (quintnet VERB --help for a verb's options; quintnet --version)\n\n"
@@ -59,7 +62,7 @@ void print_help() {
                "verbs in this build:\n";
   std::vector<std::string> missing;
   for (const Verb& v : kVerbs) {
-    if (v.builtin || executable(dir + "/quintnet-" + v.name)) {
+    if (in_this_build(v, dir)) {
       std::string name = v.name;
       name.resize(14, ' ');
       std::cout << "  " << name << v.help << '\n';
@@ -83,6 +86,12 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(argv[1], "--version")) {
     std::cout << "quintnet " << QN_VERSION << '\n';
+    return 0;
+  }
+  if (!std::strcmp(argv[1], "--list-verbs")) {  // for shell completion: the verbs of this build
+    const std::string dir = self_dir();
+    for (const Verb& v : kVerbs)
+      if (in_this_build(v, dir)) std::cout << v.name << '\n';
     return 0;
   }
   const std::string verb = argv[1];

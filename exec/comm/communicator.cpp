@@ -45,6 +45,20 @@ void Communicator::connect_store() {
                     std::to_string(env_.world_size) + " ranks started? is the port free? set MASTER_PORT): " + reason(e));
   }
   if (!env_.run_token.empty()) join_run(where);
+  heartbeat_ = std::make_unique<Heartbeat>(
+      env_.store_dir.empty() ? beat_board_in_store(store_) : beat_board_in_folder(env_.store_dir), env_.rank,
+      env_.world_size);
+}
+
+void Communicator::set_step(std::int64_t step) {
+  step_ = step;
+  if (heartbeat_) heartbeat_->set_step(step);
+}
+
+CommError Communicator::failed(const std::string& what, const std::exception& e) const {
+  const std::string when = step_ > 0 ? " at step " + std::to_string(step_) : " during set-up";
+  const std::string who = heartbeat_ ? "; " + heartbeat_->diagnose() : "";
+  return CommError(what + " failed on rank " + std::to_string(env_.rank) + when + ": " + reason(e) + who);
 }
 
 void Communicator::join_run(const std::string& where) {
@@ -90,8 +104,7 @@ Group Communicator::build_group(const std::string& name, const std::vector<int>&
   } catch (const core::UserError&) {
     throw;
   } catch (const std::exception& e) {
-    throw CommError("creating the " + name + " process group of ranks failed on rank " + std::to_string(env_.rank) +
-                    ": " + reason(e));
+    throw failed("creating the " + name + " process group", e);
   }
   return g;
 }
@@ -110,8 +123,7 @@ void Communicator::wait(c10d::Work& work, const std::string& what) {
   try {
     work.wait(timeout_);
   } catch (const std::exception& e) {
-    throw CommError(what + " failed on rank " + std::to_string(env_.rank) + " (a peer died or timed out): " +
-                    reason(e));
+    throw failed(what, e);
   }
 }
 
@@ -121,8 +133,7 @@ c10::intrusive_ptr<c10d::Work> Communicator::all_reduce_sum_async(Group& g, torc
   try {
     return g.backend->allreduce(ts);
   } catch (const std::exception& e) {
-    throw CommError("all-reduce on the " + g.name + " group failed on rank " + std::to_string(env_.rank) + ": " +
-                    reason(e));
+    throw failed("all-reduce on the " + g.name + " group", e);
   }
 }
 
@@ -153,8 +164,7 @@ void Communicator::all_reduce_max(Group& g, torch::Tensor& t) {
   } catch (const CommError&) {
     throw;
   } catch (const std::exception& e) {
-    throw CommError("all-reduce (max) on the " + g.name + " group failed on rank " + std::to_string(env_.rank) + ": " +
-                    reason(e));
+    throw failed("all-reduce (max) on the " + g.name + " group", e);
   }
 }
 
@@ -169,7 +179,7 @@ void Communicator::broadcast(Group& g, torch::Tensor& t, int root_index) {
   } catch (const CommError&) {
     throw;
   } catch (const std::exception& e) {
-    throw CommError("broadcast on the " + g.name + " group failed: " + reason(e));
+    throw failed("broadcast on the " + g.name + " group", e);
   }
 }
 
@@ -185,7 +195,7 @@ torch::Tensor Communicator::all_gather(Group& g, const torch::Tensor& t, int64_t
   } catch (const CommError&) {
     throw;
   } catch (const std::exception& e) {
-    throw CommError("all-gather on the " + g.name + " group failed: " + reason(e));
+    throw failed("all-gather on the " + g.name + " group", e);
   }
   return torch::cat(output[0], dim);
 }
@@ -195,7 +205,7 @@ c10::intrusive_ptr<c10d::Work> Communicator::send_async(Group& g, torch::Tensor&
   try {
     return g.backend->send(ts, peer, tag);
   } catch (const std::exception& e) {
-    throw CommError("send to rank " + std::to_string(g.ranks[peer]) + " failed: " + reason(e));
+    throw failed("send to rank " + std::to_string(g.ranks[peer]), e);
   }
 }
 
@@ -205,7 +215,7 @@ void Communicator::recv(Group& g, torch::Tensor& t, int peer, int tag) {
   try {
     work = g.backend->recv(ts, peer, tag);
   } catch (const std::exception& e) {
-    throw CommError("receive from rank " + std::to_string(g.ranks[peer]) + " failed: " + reason(e));
+    throw failed("receive from rank " + std::to_string(g.ranks[peer]), e);
   }
   wait(*work, "receive from rank " + std::to_string(g.ranks[peer]));
 }

@@ -6,7 +6,8 @@
 // communicator split, so every member of a group constructs it and non-members skip
 // it.  A group of size 1 has no backend at all: its collectives are no-ops.
 // Every operation has the timeout given at construction: a dead or silent peer
-// becomes an exception (CommError), never a hang.
+// becomes an exception (CommError), never a hang; its message says at which step and,
+// from the ranks' heartbeats (exec/comm/heartbeat.h), which rank went silent.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "core/error.h"
 #include "core/mesh.h"
 #include "exec/comm/c10d_compat.h"
+#include "exec/comm/heartbeat.h"
 #include "exec/launch/rank_env.h"
 
 namespace quintnet::exec {
@@ -55,6 +57,9 @@ class Communicator {
   // The recorder of this rank's trace (null when not tracing); collectives report to it.
   TraceRecorder* tracer() const { return tracer_; }
   void set_tracer(TraceRecorder* tracer) { tracer_ = tracer; }
+  // The training step in progress (1-based; 0 during set-up), for failure messages and
+  // the heartbeat the other ranks read.
+  void set_step(std::int64_t step);
   Group& axis(const std::string& name);                 // "tp", "dp" or "pp"
   Group& axes(const std::vector<std::string>& names);  // e.g. {"tp", "pp"}
 
@@ -79,6 +84,8 @@ class Communicator {
   void join_run(const std::string& where);  // QN_RUN_TOKEN: refuse a rank of another run
   Group build_group(const std::string& name, const std::vector<int>& ranks);
   bool gloo_lacks_dtype(const torch::Tensor& t) const;  // bfloat16 on Gloo: collectives run on an fp32 copy
+  // "<what> failed on rank R at step S: <reason>; <which rank went silent>".
+  CommError failed(const std::string& what, const std::exception& e) const;
 
   RankEnv env_;
   core::Mesh mesh_;
@@ -89,6 +96,8 @@ class Communicator {
   std::map<std::string, Group> groups_;
   int gathers_ = 0;  // distinct store keys per gather
   TraceRecorder* tracer_ = nullptr;
+  std::int64_t step_ = 0;
+  std::unique_ptr<Heartbeat> heartbeat_;  // null for a single process
 };
 
 }  // namespace quintnet::exec

@@ -1,6 +1,7 @@
 // quintnet-launch: start the local ranks of a job with the torchrun environment.
 //
 //   quintnet launch --nproc 4 -- quintnet-train --config plan.yaml
+//   quintnet launch --nproc_per_node 4 quintnet-train --config plan.yaml   (torchrun's spelling)
 //
 // Every rank's output is prefixed with "[rank N]".  Ctrl-C is forwarded to all ranks.
 // When a rank fails, the others are stopped (SIGTERM, then SIGKILL after --grace
@@ -179,7 +180,7 @@ struct StoreDir {
 };
 
 const std::vector<OptionSpec> kOptions = {
-    {"nproc", "N", "ranks to start on this node (alias --nproc-per-node)"},
+    {"nproc", "N", "ranks to start on this node (alias --nproc-per-node; torchrun's --nproc_per_node works too)"},
     {"nproc-per-node", "N", "same as --nproc"},
     {"nnodes", "K", "number of nodes [1]"},
     {"node-rank", "R", "index of this node [0]"},
@@ -192,12 +193,14 @@ const std::vector<OptionSpec> kOptions = {
 };
 
 int launch(int argc, char** argv) {
-  Args args("quintnet launch", kOptions, argc, argv);
+  Args args("quintnet launch", kOptions, argc, argv, /*options_end_at_command=*/true);
   if (args.help_requested()) {
-    std::cout << args.usage("--nproc N [--nnodes K --node-rank R --master-addr A --master-port P] -- COMMAND...")
-              << "\nStarts N ranks running COMMAND with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
-                 "MASTER_ADDR, MASTER_PORT set as torchrun sets them. If a rank fails the others are\n"
-                 "stopped and the launcher exits non-zero naming the rank.\n";
+    std::cout << args.usage("--nproc N [--nnodes K --node-rank R --master-addr A --master-port P] [--] COMMAND...")
+              << "\nStarts N ranks running COMMAND with torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK,\n"
+                 "LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE, MASTER_ADDR,\n"
+                 "MASTER_PORT). Options may be spelled as torchrun spells them (--nproc_per_node,\n"
+                 "--node_rank, --master_addr, --master_port); everything from COMMAND on is COMMAND's.\n"
+                 "If a rank fails the others are stopped and the launcher exits non-zero naming the rank.\n";
     return 0;
   }
   const int nproc = args.value("nproc") ? args.get_int("nproc", 1, 1, 1024) : args.get_int("nproc-per-node", 0, 1, 1024);
@@ -221,7 +224,7 @@ int launch(int argc, char** argv) {
   std::optional<StoreDir> store_dir;
   if (nnodes == 1) store_dir.emplace();
   std::vector<std::string> cmd = args.positional();
-  if (cmd.empty()) throw UsageError("no command to launch; usage: quintnet launch --nproc N -- COMMAND...");
+  if (cmd.empty()) throw UsageError("no command to launch; usage: quintnet launch --nproc N [--] COMMAND...");
   cmd[0] = resolve_command(cmd[0]);
 
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -232,10 +235,15 @@ int launch(int argc, char** argv) {
     std::vector<std::pair<std::string, std::string>> env = {
         {"RANK", std::to_string(c.rank)},          {"WORLD_SIZE", std::to_string(nnodes * nproc)},
         {"LOCAL_RANK", std::to_string(i)},         {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
-        {"GROUP_RANK", std::to_string(node_rank)}, {"MASTER_ADDR", addr},
-        {"MASTER_PORT", std::to_string(port)},     {"QN_RUN_TOKEN", token}};
+        {"GROUP_RANK", std::to_string(node_rank)}, {"GROUP_WORLD_SIZE", std::to_string(nnodes)},
+        {"ROLE_RANK", std::to_string(c.rank)},     {"ROLE_WORLD_SIZE", std::to_string(nnodes * nproc)},
+        {"ROLE_NAME", "default"},                  {"MASTER_ADDR", addr},
+        {"MASTER_PORT", std::to_string(port)},     {"TORCHELASTIC_RESTART_COUNT", "0"},
+        {"TORCHELASTIC_MAX_RESTARTS", "0"},        {"QN_RUN_TOKEN", token}};
     if (store_dir) env.push_back({"QN_STORE_DIR", store_dir->path});
-    // Like torchrun: share the cores between the ranks unless the user decided.
+    // Unlike torchrun, which sets OMP_NUM_THREADS=1 for several ranks, each rank gets an
+    // equal share of the node's cores (at least 1) unless the user set it: CPU ranks
+    // compute with intra-op threads, and one thread each would leave cores idle.
     if (!std::getenv("OMP_NUM_THREADS"))
       env.push_back({"OMP_NUM_THREADS", std::to_string(std::max(1u, cores / static_cast<unsigned>(nproc)))});
     c.pid = spawn(cmd, env, c.out_fd, c.err_fd);
@@ -285,6 +293,7 @@ int launch(int argc, char** argv) {
           std::cerr << "quintnet launch: rank " << c.rank << " failed (" << describe_status(status)
                     << "); stopping the other ranks" << std::endl;
           signal_all(SIGTERM);
+          signal_all(SIGCONT);  // a stopped rank (SIGSTOP, a debugger) must run to see the SIGTERM
           term_sent = Clock::now();
         }
       }

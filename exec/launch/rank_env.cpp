@@ -34,6 +34,18 @@ RankEnv read_rank_env() {
     e.rank = env_int("RANK", 0, 0, 1 << 20);
     e.local_rank = env_int("LOCAL_RANK", e.rank, 0, 1 << 20);
     e.local_world_size = env_int("LOCAL_WORLD_SIZE", e.world_size, 1, 1 << 20);
+  } else if (env("OMPI_COMM_WORLD_RANK")) {  // OpenMPI's mpirun
+    e.source = "OpenMPI environment";
+    e.world_size = env_int("OMPI_COMM_WORLD_SIZE", 1, 1, 1 << 20);
+    e.rank = env_int("OMPI_COMM_WORLD_RANK", 0, 0, 1 << 20);
+    e.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0, 0, 1 << 20);
+    e.local_world_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", e.world_size, 1, 1 << 20);
+  } else if (env("PMI_RANK")) {  // MPICH / Intel MPI (Hydra's PMI)
+    e.source = "PMI environment";
+    e.world_size = env_int("PMI_SIZE", 1, 1, 1 << 20);
+    e.rank = env_int("PMI_RANK", 0, 0, 1 << 20);
+    e.local_rank = env_int("MPI_LOCALRANKID", 0, 0, 1 << 20);
+    e.local_world_size = env_int("MPI_LOCALNRANKS", e.world_size, 1, 1 << 20);
   } else if (env("SLURM_PROCID")) {
     e.source = "SLURM";
     e.world_size = env_int("SLURM_NTASKS", 1, 1, 1 << 20);

@@ -14,7 +14,7 @@ struct RankEnv {
   int local_world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  std::string source = "single process";  // "torchrun/quintnet launch", "SLURM"
+  std::string source = "single process";  // or torchrun / OpenMPI / PMI / SLURM environment
   // The rendezvous (docs/HARDENING.md): a private folder for a FileStore when quintnet
   // launch started one node (QN_STORE_DIR; empty: a TCPStore at master_addr), and the
   // run's token that every rank must share (QN_RUN_TOKEN; empty: none).

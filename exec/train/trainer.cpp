@@ -272,6 +272,7 @@ bool Trainer::run_epoch(Run& r, int epoch) {
     const long step = r.state.step;
     const double lr = learning_rate_at(step, r.total_steps, p.warmup_steps, p.learning_rate);
     r.trace->begin_step(step);
+    comm_.set_step(step + 1);
     std::vector<torch::Tensor> inputs, labels;
     for (int j = 0; j < m; ++j) {
       auto [x, y] = r.data->train_batch(r.sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), device_);

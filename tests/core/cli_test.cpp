@@ -128,3 +128,27 @@ TEST(Cli, FrontDoorListsItsVerbs) {
   EXPECT_EQ(verb_version.code, 0);
   EXPECT_EQ(verb_version.out.rfind("quintnet schedule ", 0), 0u) << verb_version.out;
 }
+
+// Bash completion from the verb and option tables: the script `quintnet completion bash`
+// prints, sourced, completes verbs and a verb's options as bash's compgen sees them.
+TEST(Cli, BashCompletionCompletesVerbsAndTheirOptions) {
+  CommandResult script = run("completion bash");
+  ASSERT_EQ(script.code, 0) << script.err;
+  const std::string path = write_temp("quintnet.bash", script.out);
+  const std::string quintnet = std::string(QN_BIN_DIR) + "/quintnet";
+  auto complete = [&](const std::string& words, int cword) {
+    const std::string body = "source " + path + "\nCOMP_WORDS=(" + quintnet + " " + words + ")\nCOMP_CWORD=" +
+                             std::to_string(cword) + "\n_quintnet\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n";
+    return quintnet::testing_util::run_command("bash " + write_temp("complete.sh", body)).out;
+  };
+  EXPECT_EQ(complete("sch", 1), "schedule\n");
+  EXPECT_EQ(complete("schedule --mic", 2), "--microbatches\n");
+  EXPECT_EQ(complete("check-config --vers", 2), "--version\n");
+  if (std::ifstream(std::string(QN_BIN_DIR) + "/quintnet-simulate").good()) {  // the sim module is in this build
+    EXPECT_EQ(complete("sim", 1), "simulate\n");
+    EXPECT_EQ(complete("simulate --pla", 2), "--platform\n");
+  }
+  CommandResult other = run("completion zsh");
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find("bash is the one supported"), std::string::npos) << other.err;
+}

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -63,25 +64,58 @@ TEST(Failures, MicrobatchThreadsWhereTheyCannotBeExactExit2) {
   EXPECT_NE(r.err.find("--microbatch-threads 2: the plan has dropout"), std::string::npos) << r.err;
 }
 
-TEST(Failures, KilledRankStopsTheJobWithinAMinuteNamingIt) {
-  const std::string config = write_file("long.yaml", plan("mesh_dim: [2, 1, 1]\n"));
-  const std::string metrics = ::testing::TempDir() + "/killed.jsonl";
+// Starts a long run of `nproc` ranks (extra quintnet-train options in `options`), waits
+// for training to begin, sends `signal` to rank `victim` (the launcher's children are
+// its ranks, in order) and times how long the launcher takes to give up.  Prints
+// "rc=R seconds=S", then "no-leftover" when no process of the run remains.
+namespace {
+struct Disrupted {
+  quintnet::testing_util::CommandResult result;
+  int seconds = -1;
+};
+Disrupted signal_a_rank(const std::string& name, const std::string& mesh, int nproc, int victim,
+                        const std::string& signal, const std::string& options) {
+  const std::string tag = name + "_" + std::to_string(getpid());
+  const std::string config = write_file(tag + ".yaml", plan("mesh_dim: " + mesh + "\n"));
+  const std::string metrics = ::testing::TempDir() + "/" + tag + ".jsonl";
   std::remove(metrics.c_str());
-  // Start a long run, wait for training to begin, SIGKILL rank 1 (the launcher's
-  // second child), and time how long the launcher takes to give up.
   const std::string script =
-      bin("quintnet-launch") + " --nproc 2 -- " + bin("quintnet-train") + " --config " + config +
-      " --max-steps 100000 --no-eval --quiet --threads 1 --metrics " + metrics + " & L=$!; "
-      "for i in $(seq 300); do [ -s " + metrics + " ] && break; sleep 0.1; done; "
-      "R1=$(pgrep -P $L | sort -n | sed -n 2p); kill -9 $R1; S=$(date +%s); "
-      "wait $L; RC=$?; echo \"rc=$RC seconds=$(( $(date +%s) - S )) killed=$R1\"; "
+      bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") + " --config " +
+      config + " --max-steps 100000 --no-eval --quiet --threads 1 " + options + " --metrics " + metrics + " & L=$!; "
+      "for i in $(seq 600); do [ -s " + metrics + " ] && break; sleep 0.1; done; "
+      "V=$(pgrep -P $L | sort -n | sed -n " + std::to_string(victim + 1) + "p); kill -" + signal + " $V; S=$(date +%s); "
+      "wait $L; RC=$?; echo \"rc=$RC seconds=$(( $(date +%s) - S ))\"; "
       "sleep 1; pgrep -f '" + config + "' || echo no-leftover\n";
-  auto r = run_command("bash " + write_file("kill_rank.sh", script));
+  Disrupted d;
+  d.result = run_command("bash " + write_file(tag + ".sh", script));
+  const auto at = d.result.out.find("seconds=");
+  if (at != std::string::npos) d.seconds = std::stoi(d.result.out.substr(at + 8));
+  return d;
+}
+}  // namespace
+
+TEST(Failures, KilledRankStopsTheJobWithinAMinuteNamingIt) {
+  const auto [r, seconds] = signal_a_rank("killed", "[2, 1, 1]", 2, 1, "9", "");
   EXPECT_NE(r.out.find("rc=1 "), std::string::npos) << r.out << r.err;
-  const auto at = r.out.find("seconds=");
-  ASSERT_NE(at, std::string::npos) << r.out;
-  EXPECT_LT(std::stoi(r.out.substr(at + 8)), 60);
+  ASSERT_GE(seconds, 0) << r.out;
+  EXPECT_LT(seconds, 60);
   EXPECT_NE(r.err.find("rank 1 failed (signal 9"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("no-leftover"), std::string::npos) << r.out;
+}
+
+// A rank that stops (SIGSTOP) without dying: its peers' next collective times out, and
+// every rank is gone within the timeout + 10 s.  The message names the silent rank and
+// the step, from the heartbeats (exec/comm/heartbeat.h).  Four ranks (dp 2 x pp 2), so
+// the stalled rank is one among several, reached through p2p and collectives.
+TEST(Failures, StalledRankIsNamedWithItsStepAndEveryRankExitsWithinTheTimeout) {
+  const int timeout = 10;
+  const auto [r, seconds] = signal_a_rank("stalled", "[2, 1, 2]", 4, 2, "STOP", "--timeout " + std::to_string(timeout));
+  EXPECT_NE(r.out.find("rc=1 "), std::string::npos) << r.out << r.err;
+  ASSERT_GE(seconds, 0) << r.out;
+  EXPECT_LE(seconds, timeout + 10) << r.err;
+  EXPECT_NE(r.err.find("no heartbeat for"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 2 (last seen in step "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("failed on rank"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("no-leftover"), std::string::npos) << r.out;
 }
 
@@ -94,6 +128,38 @@ TEST(Failures, TorchrunEnvironmentWorksWithoutTheLauncher) {
                        train + "; A=$?; wait $!; B=$?; echo rc=$A,$B'");
   EXPECT_NE(r.out.find("rc=0,0"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.out.find("done: 2 steps"), std::string::npos) << r.out;
+}
+
+// Three ways to start the same dp-2 run give the same losses: quintnet launch with its own
+// spelling, with torchrun's (--nproc_per_node, no "--"), and OpenMPI's mpirun (ranks read
+// OMPI_COMM_WORLD_*; openmpi-bin is installed by scripts/setup.sh).
+TEST(Failures, MpirunAndTorchrunSpellingsGiveTheLaunchersLosses) {
+  const std::string tag = std::to_string(getpid());
+  const std::string config = write_file("spellings_" + tag + ".yaml", plan("mesh_dim: [2, 1, 1]\n"));
+  const std::string dir = ::testing::TempDir() + "/spellings_" + tag;
+  std::filesystem::create_directories(dir);
+  const std::string train = bin("quintnet-train") + " --config " + config + " --max-steps 4 --no-eval --quiet --threads 1";
+  auto read_losses = [](const std::string& path) {
+    std::vector<double> out;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    return out;
+  };
+  auto ours = run_command(bin("quintnet-launch") + " --nproc 2 -- " + train + " --metrics " + dir + "/ours.jsonl");
+  ASSERT_EQ(ours.code, 0) << ours.err;
+  const auto expected = read_losses(dir + "/ours.jsonl");
+  ASSERT_EQ(expected.size(), 4u);
+
+  auto torchrun = run_command(bin("quintnet-launch") + " --nproc_per_node=2 --master_addr 127.0.0.1 " + train +
+                              " --metrics " + dir + "/torchrun.jsonl");
+  ASSERT_EQ(torchrun.code, 0) << torchrun.err;
+  EXPECT_EQ(read_losses(dir + "/torchrun.jsonl"), expected);
+
+  if (run_command("command -v mpirun").code != 0) GTEST_SKIP() << "mpirun missing (bash scripts/setup.sh installs openmpi-bin)";
+  auto mpi = run_command("mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_PORT=" +
+                         std::to_string(29100 + getpid() % 800) + " " + train + " --metrics " + dir + "/mpirun.jsonl");
+  ASSERT_EQ(mpi.code, 0) << mpi.out << mpi.err;
+  EXPECT_EQ(read_losses(dir + "/mpirun.jsonl"), expected);
 }
 
 // A step whose gradients turn NaN on one rank (injected after its backward, as an
@@ -142,8 +208,11 @@ TEST(Failures, OneNodeRunsListenOnLoopbackOnlyAndAForeignTokenIsRefused) {
                              " --max-steps 20 --no-eval --quiet --threads 1");
   EXPECT_NE(sockets.out.find("EXIT 0"), std::string::npos) << sockets.out << sockets.err;
   std::istringstream lines(sockets.out);
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind("LISTEN ", 0) == 0) EXPECT_EQ(line.substr(7, 9), "0100007F:") << sockets.out;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("LISTEN ", 0) == 0) {
+      EXPECT_EQ(line.substr(7, 9), "0100007F:") << sockets.out;
+    }
+  }
 
   // Two ranks by hand (torchrun's variables, a TCPStore), each with its own token.
   const std::string env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +

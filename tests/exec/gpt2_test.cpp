@@ -128,4 +128,15 @@ TEST(Gpt2, BrokenWeightFilesGiveTheirMessage) {
   expect_error(edited("\"wpe.weight\"", "\"wpx.weight\""), "no tensor 'wpe.weight'");
   expect_error(edited("\"shape\":[32,32]", "\"shape\":[32,31]"), "do not hold F32");
   expect_error(edited("\"dtype\":\"F32\"", "\"dtype\":\"I32\""), "expected F32, F16 or BF16");
+  // Shapes whose sizes wrap around 2^64 to the byte count given (found by the fuzzer,
+  // docs/HARDENING.md): refused, never read as a tiny tensor of an enormous shape.
+  auto file_with_header = [](const std::string& header, size_t data_bytes) {
+    std::string bytes(8, '\0');
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    return bytes + header + std::string(data_bytes, '\0');
+  };
+  expect_error(file_with_header(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 0),
+               "holds more elements than any file can");
+  expect_error(file_with_header(R"({"w":{"dtype":"F32","shape":[4611686018427388928],"data_offsets":[0,4096]}})", 4096),
+               "4096 bytes do not hold F32");
 }
