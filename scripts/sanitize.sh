@@ -22,7 +22,7 @@ command -v clang++-14 > /dev/null || { echo "sanitize: clang++-14 missing (bash 
 
 CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-  -DQN_WITH_TORCH=OFF -DQN_FUZZ=ON -DQN_BUILD_BENCHMARKS=OFF > "$build.configure.log" ||
+  -DQN_WITH_TORCH=OFF -DQN_WITH_PYTHON=OFF -DQN_FUZZ=ON -DQN_BUILD_BENCHMARKS=OFF > "$build.configure.log" ||
   { cat "$build.configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)"
 

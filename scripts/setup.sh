@@ -22,6 +22,8 @@ done
 packages=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config git clang-format procps
+  # packaging: cpack's .deb takes its dependencies from dpkg-shlibdeps
+  dpkg-dev
   # core
   nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
   # tests and benchmarks; clang's libFuzzer and sanitizers (scripts/sanitize.sh)
@@ -33,6 +35,8 @@ packages=(
   libsimgrid-dev
   # visualizer
   qt6-base-dev fonts-dejavu-core
+  # the Python module, its tests and the notebook sweep (experiments/notebooks)
+  pybind11-dev python3-dev python3-numpy python3-matplotlib
   # data
   dataset-fashion-mnist
 )

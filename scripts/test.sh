@@ -2,7 +2,8 @@
 # All set-up and all tests on a fresh Debian 12 machine: installs dependencies,
 # builds, runs every test suite under ctest.  .ci/run calls exactly this.
 #   1. Debian's LibTorch 1.13 (build/): every suite, the reference tests against
-#      tiktoken and Hugging Face included.
+#      tiktoken and Hugging Face included; then the installation (tests/install/:
+#      cmake --install, the .deb, a find_package(QuintNet) project).
 #   2. PyPI's torch 2.15 wheel (build-torch2/cmake/): core and the executor suites again,
 #      the CUDA/NCCL path compiled and linked (its GPU check skips without a GPU).
 #   3. The sanitizer build (build-asan/, clang, ASan + UBSan): the core, sim, visualizer
@@ -27,6 +28,9 @@ fi
 
 bash "$root/scripts/build.sh"
 (cd "${QN_BUILD_DIR:-$root/build}" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
+# The installation (cmake --install, the .deb, find_package downstream): it moves the
+# build tree away while it runs, so after ctest, never beside it.
+bash "$root/tests/install/install_test.sh" "${QN_BUILD_DIR:-$root/build}"
 
 if [ "$wheel_ready" = 1 ]; then
   echo "test: second build, LibTorch $("$root/build-torch2/venv/bin/python" -c 'import torch; print(torch.__version__)')"

@@ -12,9 +12,7 @@
 #include "core/cli/main_guard.h"
 #include "core/cost_model.h"
 #include "core/error.h"
-#include "sim/child_process.h"
 #include "sim/planner.h"
-#include "sim/simulation.h"
 
 namespace {
 
@@ -35,19 +33,6 @@ const std::vector<OptionSpec> kOptions = {
     {"simulate", "N", "simulate the best N with SimGrid [3; 0: analytic only]"},
 };
 
-// Simulates `plan` (in a child process: one SimGrid engine per process); -1 when it fails.
-double simulate_in_child(const sim::SimPlan& plan, const sim::Platform& platform) {
-  try {
-    return std::stod(sim::run_in_child("the simulation", [&] {
-      char text[64];
-      std::snprintf(text, sizeof text, "%.17g", sim::simulate_step(plan, platform).step_time_s);
-      return std::string(text);
-    }));
-  } catch (const core::UserError&) {
-    return -1;
-  }
-}
-
 int plan_command(int argc, char** argv) {
   Args args("quintnet plan", kOptions, argc, argv);
   if (args.help_requested()) {
@@ -64,8 +49,8 @@ int plan_command(int argc, char** argv) {
     q.micro_batches.clear();
     for (double b : args.get_doubles("micro-batches", 1, 16)) q.micro_batches.push_back(static_cast<int>(b));
   }
-  sim::Platform platform = sim::load_platform(args.get("platform", "dgx-a100"), args.get_int("nodes", 0, 0, 1 << 20));
-  if (!args.value("nodes") && platform.xml_file.empty()) platform.nodes = std::max(platform.nodes, (q.gpus + platform.gpus_per_node - 1) / platform.gpus_per_node);
+  const sim::Platform platform =
+      sim::planner_platform(args.get("platform", "dgx-a100"), args.get_int("nodes", 0, 0, 1 << 20), q.gpus);
   const int top = args.get_int("top", 10, 1, 1000), to_simulate = args.get_int("simulate", 3, 0, 100);
 
   std::vector<sim::Candidate> all = sim::enumerate_layouts(q, platform);
@@ -77,7 +62,7 @@ int plan_command(int argc, char** argv) {
               platform.name.c_str(), q.global_batch, q.seq, all.size(), feasible);
   for (int i = 0; i < std::min(to_simulate, feasible); ++i) {
     std::fprintf(stderr, "simulating %d/%d: %s ...\n", i + 1, std::min(to_simulate, feasible), all[i].layout().c_str());
-    all[i].simulated_step_s = simulate_in_child(sim::candidate_sim_plan(q, all[i], platform), platform);
+    all[i].simulated_step_s = sim::simulate_in_child(sim::candidate_sim_plan(q, all[i], platform), platform);
   }
   std::printf("\n| # | layout | memory/GPU | step (analytic) | step (SimGrid) | tokens/s | MFU |\n"
               "|---|---|---|---|---|---|---|\n");

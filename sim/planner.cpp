@@ -6,6 +6,8 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "core/schedule_validator.h"
+#include "sim/child_process.h"
+#include "sim/simulation.h"
 
 namespace quintnet::sim {
 namespace {
@@ -107,6 +109,25 @@ std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& pla
     return a.rejected.empty() && a.analytic_step_s < b.analytic_step_s;
   });
   return out;
+}
+
+Platform planner_platform(const std::string& name, int nodes, int gpus) {
+  Platform platform = load_platform(name, nodes);
+  if (nodes == 0 && platform.xml_file.empty())
+    platform.nodes = std::max(platform.nodes, (gpus + platform.gpus_per_node - 1) / platform.gpus_per_node);
+  return platform;
+}
+
+double simulate_in_child(const SimPlan& plan, const Platform& platform) {
+  try {
+    return std::stod(run_in_child("the simulation", [&] {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.17g", simulate_step(plan, platform).step_time_s);
+      return std::string(text);
+    }));
+  } catch (const core::UserError&) {
+    return -1;
+  }
 }
 
 }  // namespace quintnet::sim

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/trace_analysis.h"
 #include "sim/calibration.h"
+#include "sim/plan_simulation.h"
 #include "sim/simulation.h"
 
 namespace {
@@ -46,12 +47,6 @@ const std::vector<OptionSpec> kOptions = {
 double number(const Args& args, const std::string& name, double fallback) {
   const auto v = args.get_doubles(name, 1, 1);
   return v.empty() ? fallback : v[0];
-}
-
-std::string gib(double bytes) {
-  char s[32];
-  std::snprintf(s, sizeof(s), "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
-  return s;
 }
 
 int simulate(int argc, char** argv) {
@@ -98,54 +93,31 @@ int simulate(int argc, char** argv) {
     if (!config) throw UsageError("--config PLAN is required (or --uniform / --allreduce)");
     const core::LoadedPlan loaded = core::load_plan(*config);
     plan_json = loaded.plan.to_json();
-    if (calibration) platform = sim::calibrated_platform(*calibration, loaded.plan.world_size());
-    plan = sim::make_sim_plan(loaded.plan, platform, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24),
-                              calibration ? &*calibration : nullptr);
+    plan = sim::checked_sim_plan(loaded.plan, platform, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24),
+                                 calibration ? &*calibration : nullptr);
     what = plan.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
-    for (size_t r = 0; r < plan.memory_bytes.size(); ++r)
-      if (platform.memory_bytes > 0 && plan.memory_bytes[r] > platform.memory_bytes)
-        throw core::UserError("the plan does not fit: pipeline rank " + std::to_string(r) + " needs " +
-                              gib(plan.memory_bytes[r]) + " per GPU (weights, gradients, optimizer state and " +
-                              "activations), the platform's GPUs have " + gib(platform.memory_bytes) +
-                              "; use more tp/pp, fewer microbatches in flight or a smaller micro-batch");
   }
 
   const sim::SimResult r = sim::simulate_step(plan, platform);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  const int world = static_cast<int>(r.busy_s.size());
-  double busy = 0, comm = 0, peak_memory = 0;
-  for (int i = 0; i < world; ++i) busy += r.busy_s[i], comm += r.exposed_comm_s[i];
-  for (double m : plan.memory_bytes) peak_memory = std::max(peak_memory, m);
-  const double step = r.step_time_s;
-  const double samples_s = step > 0 ? plan.samples_per_step / step : 0;
-  const double mfu = step > 0 && plan.flops_per_step > 0 ? plan.flops_per_step / (world * platform.peak_flops * step) : 0;
   if (!args.get("trace", "").empty()) {
     core::Trace t = r.trace;
     t.platform = sim::platform_to_json(platform);
     t.plan = plan_json;
-    t.summary = {{"step_time_us", step * 1e6}, {"bubble_fraction", r.bubble_fraction}};
+    t.summary = {{"step_time_us", r.step_time_s * 1e6}, {"bubble_fraction", r.bubble_fraction}};
     core::write_trace(t, args.get("trace", ""));
   }
   double measured = 0;
   if (auto path = args.value("measured")) measured = core::mean_step_time_us(core::read_trace(*path)) * 1e-6;
+  const nlohmann::ordered_json summary = sim::simulation_summary(plan, platform, r, wall, measured);
   if (args.flag("json")) {
-    nlohmann::ordered_json j;
-    if (measured > 0) j["measured_step_time_s"] = measured;
-    j["step_time_s"] = step;
-    j["bubble_fraction"] = r.bubble_fraction;
-    j["samples_per_s"] = samples_s;
-    j["tokens_per_s"] = samples_s * plan.tokens_per_sample;
-    j["mfu"] = mfu;
-    j["peak_memory_bytes"] = peak_memory;
-    j["compute_fraction"] = busy / (world * step);
-    j["exposed_comm_fraction"] = comm / (world * step);
-    j["ranks"] = world;
-    j["events"] = r.trace.events.size();
-    j["wall_s"] = wall;
-    std::cout << j.dump() << std::endl;
+    std::cout << summary.dump() << std::endl;
     return 0;
   }
-  std::printf("simulated: %s on %s (%d ranks)\n", what.c_str(), platform.name.c_str(), world);
+  const double step = r.step_time_s, samples_s = summary["samples_per_s"], mfu = summary["mfu"];
+  const double peak_memory = summary["peak_memory_bytes"], compute = summary["compute_fraction"],
+               comm = summary["exposed_comm_fraction"];
+  std::printf("simulated: %s on %s (%d ranks)\n", what.c_str(), platform.name.c_str(), summary["ranks"].get<int>());
   std::printf("  step time        %.6g s", step);
   if (measured > 0) std::printf("   (measured %.6g s: %+.1f%%)", measured, 100 * (step - measured) / measured);
   std::printf("\n");
@@ -155,11 +127,12 @@ int simulate(int argc, char** argv) {
   std::printf("\n");
   if (mfu > 0) std::printf("  MFU              %.1f%%\n", 100 * mfu);
   if (peak_memory > 0 && platform.memory_bytes > 0)
-    std::printf("  peak memory      %s per GPU of %s\n", gib(peak_memory).c_str(), gib(platform.memory_bytes).c_str());
+    std::printf("  peak memory      %s per GPU of %s\n", sim::gib_text(peak_memory).c_str(),
+                sim::gib_text(platform.memory_bytes).c_str());
   else if (peak_memory > 0)
-    std::printf("  peak memory      %s per rank\n", gib(peak_memory).c_str());
-  std::printf("  time per rank    compute %.1f%%, exposed communication %.1f%%, idle %.1f%%\n",
-              100 * busy / (world * step), 100 * comm / (world * step), 100 * (1 - (busy + comm) / (world * step)));
+    std::printf("  peak memory      %s per rank\n", sim::gib_text(peak_memory).c_str());
+  std::printf("  time per rank    compute %.1f%%, exposed communication %.1f%%, idle %.1f%%\n", 100 * compute,
+              100 * comm, 100 * (1 - compute - comm));
   std::printf("  (%zu events simulated in %.2f s wall)\n", r.trace.events.size(), wall);
   return 0;
 }

