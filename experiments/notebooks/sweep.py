@@ -92,37 +92,30 @@ def series(schedule, tp, pp, key):
     return [p[0] for p in pts], [p[1] for p in pts]
 
 
-fig, axes = plt.subplots(1, len(LAYOUTS), figsize=(4.2 * len(LAYOUTS), 3.6), sharey=True, squeeze=False)
-for ax, (tp, pp) in zip(axes[0], LAYOUTS):
-    for schedule in SCHEDULES:
-        x, y = series(schedule, tp, pp, "bubble_fraction")
-        ax.plot(x, y, marker="o", label=schedule)
-    ax.set_title(f"tp {tp} × pp {pp} × dp {GPUS // (tp * pp)}")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(MICROBATCHES, [str(m) for m in MICROBATCHES])
-    ax.set_xlabel("microbatches per step")
-    ax.grid(alpha=0.3)
-axes[0][0].set_ylabel("bubble fraction (simulated)")
-axes[0][0].legend()
-fig.suptitle("GPT-3 13B on 64 A100s (SimGrid): idle share of the compute lanes")
-fig.tight_layout()
-bubble_png = os.path.join(args.out, "sweep_gpt3_13b_bubble.png")
-fig.savefig(bubble_png, dpi=110)
+def plot(key, ylabel, title, name, scale=1.0):
+    """One panel per layout, one line per schedule: `key` against microbatches."""
+    fig, axes = plt.subplots(1, len(LAYOUTS), figsize=(4.2 * len(LAYOUTS), 3.6), sharey=True, squeeze=False)
+    for ax, (tp, pp) in zip(axes[0], LAYOUTS):
+        for schedule in SCHEDULES:
+            x, y = series(schedule, tp, pp, key)
+            ax.plot(x, [v * scale for v in y], marker="o", label=schedule)
+        ax.set_title(f"tp {tp} × pp {pp} × dp {GPUS // (tp * pp)}")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(MICROBATCHES, [str(m) for m in MICROBATCHES])
+        ax.set_xlabel("microbatches per step")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].legend()
+    fig.suptitle(f"GPT-3 13B on 64 A100s (SimGrid): {title}")
+    fig.tight_layout()
+    path = os.path.join(args.out, name)
+    fig.savefig(path, dpi=110)
+    return path
 
-fig, axes = plt.subplots(1, len(LAYOUTS), figsize=(4.2 * len(LAYOUTS), 3.6), sharey=True, squeeze=False)
-for ax, (tp, pp) in zip(axes[0], LAYOUTS):
-    for schedule in SCHEDULES:
-        x, y = series(schedule, tp, pp, "tokens_per_s")
-        ax.plot(x, [v / 1e3 for v in y], marker="o", label=schedule)
-    ax.set_title(f"tp {tp} × pp {pp} × dp {GPUS // (tp * pp)}")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(MICROBATCHES, [str(m) for m in MICROBATCHES])
-    ax.set_xlabel("microbatches per step")
-    ax.grid(alpha=0.3)
-axes[0][0].set_ylabel("predicted thousand tokens/s")
-axes[0][0].legend()
-fig.suptitle("GPT-3 13B on 64 A100s (SimGrid): predicted throughput (missing points: do not fit or refused)")
-fig.tight_layout()
-throughput_png = os.path.join(args.out, "sweep_gpt3_13b_throughput.png")
-fig.savefig(throughput_png, dpi=110)
+
+bubble_png = plot("bubble_fraction", "bubble fraction (simulated)", "idle share of the compute lanes",
+                  "sweep_gpt3_13b_bubble.png")
+throughput_png = plot("tokens_per_s", "predicted thousand tokens/s",
+                      "predicted throughput (missing points: do not fit or refused)", "sweep_gpt3_13b_throughput.png",
+                      scale=1e-3)
 print(f"wrote {bubble_png} and {throughput_png}", file=sys.stderr)
