@@ -1,6 +1,7 @@
 #include "core/trace_analysis.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -9,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/error.h"
 #include "core/schedule_interpreter.h"
 #include "core/schedule_trace.h"
 
@@ -36,16 +38,33 @@ double measured_bubble_fraction(const Trace& trace) {
   return counted ? sum / counted : 0.0;
 }
 
-double mean_step_time_us(const Trace& trace) {
+std::map<int, double> step_spans_us(const Trace& trace) {
   std::map<int, std::pair<double, double>> span;
   for (const auto& e : trace.events) {
     auto [it, fresh] = span.try_emplace(e.step, e.ts_us, e.end_us());
     it->second.first = std::min(it->second.first, e.ts_us);
     it->second.second = std::max(it->second.second, e.end_us());
   }
+  std::map<int, double> out;
+  for (const auto& [step, s] : span) out[step] = s.second - s.first;
+  return out;
+}
+
+double mean_step_time_us(const Trace& trace) {
+  const std::map<int, double> spans = step_spans_us(trace);
   double sum = 0;
-  for (const auto& [step, s] : span) sum += s.second - s.first;
-  return span.empty() ? 0.0 : sum / static_cast<double>(span.size());
+  for (const auto& [step, span] : spans) sum += span;
+  return spans.empty() ? 0.0 : sum / static_cast<double>(spans.size());
+}
+
+int median_step(const Trace& trace) {
+  std::vector<std::pair<double, int>> by_span;  // (span, step): ties go to the lower step
+  for (const auto& [step, span] : step_spans_us(trace)) by_span.emplace_back(span, step);
+  if (by_span.empty()) throw TraceError("the trace has no events, so no step to compare");
+  std::sort(by_span.begin(), by_span.end());
+  const double middle = by_span[by_span.size() / 2].first;
+  // The lowest-numbered step of that span: the first pair (middle, step) in the order.
+  return std::lower_bound(by_span.begin(), by_span.end(), std::make_pair(middle, INT_MIN))->second;
 }
 
 double median(std::vector<double> v) {

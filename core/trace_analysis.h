@@ -1,6 +1,7 @@
 #pragma once
 // Figures read back from a trace (measured or simulated): the bubble, and the mean
 // op costs that core::simulate_schedule needs to predict it.
+#include <map>
 #include <vector>
 
 #include "core/schedule_validator.h"
@@ -29,9 +30,17 @@ OpCosts median_op_costs(const Trace& trace, int chunks_per_rank = 1);
 // Medians, not means: on an oversubscribed CPU a few ops are stretched by time-slicing.
 double median(std::vector<double> values);
 
-// Mean over the trace's steps of each step's span: first event start to last event
-// end over all ranks and lanes (the optimizer step included).
+// Each step's span, by step number: first event start to last event end over all ranks
+// and lanes (the optimizer step included).
+std::map<int, double> step_spans_us(const Trace& trace);
+
+// Mean over the trace's steps of their spans.
 double mean_step_time_us(const Trace& trace);
+
+// The step of median span (the upper middle for an even count; the lower step number
+// among equal spans): a typical step, neither a warm-up nor a stalled one, for
+// comparing one step of a trace with one of another.  Throws TraceError for no events.
+int median_step(const Trace& trace);
 
 // The bubble fraction core's schedule simulation predicts when every compute action
 // costs exactly what it measured in the trace (per step, from the dp 0 / tp 0 member

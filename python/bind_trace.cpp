@@ -13,6 +13,9 @@
 #include "visualizer/model/scene.h"
 #include "visualizer/model/svg_writer.h"
 #include "visualizer/model/timeline.h"
+#ifdef QN_WITH_QT
+#include "visualizer/qt/png_writer.h"
+#endif
 
 namespace py = pybind11;
 
@@ -100,6 +103,13 @@ core::Trace make_trace(const std::string& source, const py::iterable& events, st
   return core::trace_from_json(core::trace_to_json(t), "<python trace>");
 }
 
+viz::ViewOptions view_options(const core::Trace& t, double width, const std::string& title) {
+  viz::ViewOptions view;
+  view.width = width;
+  view.title = title.empty() ? "(" + t.source + ")" : title;
+  return view;
+}
+
 }  // namespace
 
 void bind_trace(py::module_& m) {
@@ -136,19 +146,34 @@ void bind_trace(py::module_& m) {
       .def(
           "render_svg",
           [](const core::Trace& t, const std::string& path, std::optional<int> step, double width, const std::string& title) {
-            viz::ViewOptions view;
-            view.width = width;
-            view.title = title.empty() ? "(" + t.source + ")" : title;
-            const viz::Timeline timeline(t, step);
-            core::write_file_atomically(path, viz::scene_to_svg(viz::draw_timeline(timeline, view)));
+            core::write_file_atomically(
+                path, viz::scene_to_svg(viz::draw_timeline(viz::Timeline(t, step), view_options(t, width, title))));
           },
           py::arg("path"), py::arg("step") = py::none(), py::arg("width") = 1600.0, py::arg("title") = "",
           "draw the timeline (one step, or all) as `quintnet render -o F.svg` does")
+      .def(
+          "render_png",
+          [](const core::Trace& t, const std::string& path, std::optional<int> step, double width, const std::string& title) {
+#ifdef QN_WITH_QT
+            viz::ensure_gui_application("quintnet-python");
+            viz::write_png(viz::draw_timeline(viz::Timeline(t, step), view_options(t, width, title)), path);
+#else
+            (void)t, (void)path, (void)step, (void)width, (void)title;
+            throw core::UserError("PNG needs the Qt viewer, which this build does not have; use render_svg");
+#endif
+          },
+          py::arg("path"), py::arg("step") = py::none(), py::arg("width") = 1600.0, py::arg("title") = "",
+          "draw the timeline as `quintnet render -o F.png` does (Qt; offscreen without a display)")
       .def("__repr__", [](const core::Trace& t) {
         return "<quintnet.Trace " + t.source + ", " + std::to_string(t.num_ranks()) + " ranks, " +
                std::to_string(t.events.size()) + " events>";
       });
 
+#ifdef QN_WITH_QT
+  m.attr("HAVE_PNG") = true;
+#else
+  m.attr("HAVE_PNG") = false;
+#endif
   m.def("read_trace", &core::read_trace, py::arg("path"),
         "Read a trace file (quintnet-train --trace, quintnet simulate --trace, quintnet schedule --trace)");
 }

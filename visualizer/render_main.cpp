@@ -4,8 +4,6 @@
 //   quintnet render measured.json --compare simulated.json -o compare.png
 //   quintnet render --schedule 1f1b --pp 4 --microbatches 8 -o 1f1b.svg
 #include <QGuiApplication>
-#include <QImage>
-#include <QPainter>
 #include <cstdlib>
 #include <iostream>
 
@@ -14,7 +12,7 @@
 #include "visualizer/model/compare.h"
 #include "visualizer/model/svg_writer.h"
 #include "visualizer/qt/offscreen.h"
-#include "visualizer/qt/scene_painter.h"
+#include "visualizer/qt/png_writer.h"
 #include "visualizer/qt/sources.h"
 
 namespace {
@@ -35,19 +33,6 @@ std::vector<OptionSpec> options() {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-void write_png(const viz::Scene& scene, const std::string& path) {
-  QImage image(static_cast<int>(scene.width + 0.5), static_cast<int>(scene.height + 0.5), QImage::Format_RGB32);
-  {
-    QPainter painter(&image);
-    viz::paint_scene(painter, scene);
-  }
-  // Save to a temporary name, then rename: never half a PNG under the final name.
-  const std::string tmp = path + ".tmp.png";
-  if (!image.save(QString::fromStdString(tmp), "PNG"))
-    throw core::UserError(path + ": cannot write the PNG (directory missing or not writable?)");
-  core::move_into_place(tmp, path);
 }
 
 int render(int argc, char** argv) {
@@ -81,7 +66,7 @@ int render(int argc, char** argv) {
     viz::use_offscreen_without_display();
     viz::QtArguments qt("quintnet-render");
     QGuiApplication app(qt.argc, qt.argv);
-    write_png(scene, *output);
+    viz::write_png(scene, *output);
   }
   std::cout << "wrote " << *output << " (" << static_cast<int>(scene.width) << "x" << static_cast<int>(scene.height)
             << ")\n";

@@ -11,6 +11,7 @@ The C++ core does the work (_quintnet, pybind11); errors are quintnet.Error (a
 ValueError) with the message the `quintnet` command line prints.  docs/PYTHON.md.
 """
 from ._quintnet import (  # noqa: F401
+    HAVE_PNG,
     HAVE_SIMULATOR,
     Error,
     Plan,

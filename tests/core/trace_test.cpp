@@ -163,6 +163,32 @@ TEST(TraceAnalysis, ReplayOfAScheduleTraceReproducesItsBubble) {
   EXPECT_LT(simulate_schedule(s, uniform).bubble_fraction, stats.bubble_fraction - 0.01);
 }
 
+// The median step is the typical one: not the slow first, not the stalled one; spans
+// are per step over every rank and lane; an odd count has one middle, ties go to the
+// lower step number, and a trace without events has no step to offer.
+TEST(TraceAnalysis, MedianStepIsTheTypicalStep) {
+  Trace t;
+  auto op = [&](int step, int rank, double ts, double dur) {
+    TraceEvent e;
+    e.name = "F0", e.kind = "forward", e.step = step, e.rank = rank, e.ts_us = ts, e.dur_us = dur;
+    t.events.push_back(e);
+  };
+  op(0, 0, 0, 90);      // step 0: 0..90 (warm-up)
+  op(1, 0, 100, 20);    // step 1: 100..140 over two ranks
+  op(1, 1, 110, 30);
+  op(2, 0, 200, 500);   // step 2: a stall
+  op(3, 1, 800, 40);    // step 3: 40
+  op(4, 0, 900, 45);    // step 4: 45
+  const std::map<int, double> spans = step_spans_us(t);
+  EXPECT_EQ(spans.at(1), 40);
+  EXPECT_EQ(median_step(t), 4);  // spans 40, 40, 45, 90, 500: the middle is 45
+  op(5, 0, 1000, 40);   // 40, 40, 40, 45, 90, 500: the upper middle is 45 still
+  EXPECT_EQ(median_step(t), 4);
+  op(6, 0, 1100, 40);   // four 40s, 45, 90, 500: 40, of the lowest step among them
+  EXPECT_EQ(median_step(t), 1);
+  EXPECT_THROW(median_step(Trace{}), TraceError);
+}
+
 // Executor traces (Gloo, NCCL) move a message once both sides posted it: a late
 // receiver still waits the latency.  A schedule simulated that way and written as an
 // executor trace gives back its latency (every message measures it) and its bubble.

@@ -93,10 +93,11 @@ class Simulation(unittest.TestCase):
                 self.assertAlmostEqual(ours[key], value, delta=1e-12 * max(1.0, abs(value)), msg=key)
 
     def test_simulate_equals_the_clis_json(self):
-        for plan in (VIT_3D, GPT2_3D):
-            code, out, err = cli("simulate", "--config", plan, "--platform", "dgx-a100", "--json")
+        xml = os.path.join(SOURCE, "experiments", "sim", "platforms", "two_a100_nodes.xml")
+        for plan, platform in ((VIT_3D, "dgx-a100"), (GPT2_3D, "dgx-a100"), (VIT_3D, xml)):
+            code, out, err = cli("simulate", "--config", plan, "--platform", platform, "--json")
             self.assertEqual(code, 0, err)
-            self.assert_same_summary(quintnet.simulate(plan, platform="dgx-a100"), json.loads(out))
+            self.assert_same_summary(quintnet.simulate(plan, platform=platform), json.loads(out))
 
     def test_simulate_takes_a_loaded_plan_and_writes_its_trace(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -157,6 +158,20 @@ class Traces(unittest.TestCase):
                 svg = f.read()
         self.assertIn("<svg", svg)
         self.assertIn("two stages", svg)
+
+    @unittest.skipUnless(quintnet.HAVE_PNG, "this build has no Qt viewer")
+    def test_a_trace_renders_to_png(self):
+        trace = quintnet.schedule("1f1b", pp=4, microbatches=8).trace()
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "t.png")
+            trace.render_png(path, width=900)
+            trace.render_png(path, width=1200, title="1f1b")  # a second picture in the same process
+            with open(path, "rb") as f:
+                png = f.read()
+        self.assertTrue(png.startswith(b"\x89PNG\r\n\x1a\n"))
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        self.assertEqual(width, 1200)
+        self.assertGreater(height, 100)
 
     def test_bad_events_and_files_raise_their_message(self):
         with self.assertRaises(quintnet.Error) as caught:

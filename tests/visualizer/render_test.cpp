@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/run_command.h"
+#include "core/trace.h"
 #include "visualizer/model/teaching.h"
 #include "visualizer/qt/offscreen.h"
 #include "visualizer/qt/scene_painter.h"
@@ -89,6 +90,43 @@ TEST(Render, CommandWritesPngAndSvgAndRefusesBadTraces) {
     EXPECT_NE(r.err.find("quintnet render"), std::string::npos) << name << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << name << ": " << r.err;
   }
+}
+
+// `render A --compare B` sets one step against one: by default A's median step (spans
+// 10, 30 and 20 ms: step 2) against B's first (15 ms, numbered 4 as a simulation may
+// number it), never A's three steps against B's one; --step / --compare-step choose.
+TEST(Render, CompareAlignsOneStepOfEachTrace) {
+  auto trace_of = [](const std::vector<std::pair<int, double>>& steps) {  // (step, span ms), one op each
+    core::Trace t;
+    t.source = "exec";
+    t.ranks = {{0, 0, 0}};
+    double at = 0;
+    for (const auto& [step, ms] : steps) {
+      core::TraceEvent e;
+      e.name = "F0", e.kind = "forward", e.step = step, e.mb = 0, e.ts_us = at, e.dur_us = ms * 1000;
+      t.events.push_back(e);
+      at += ms * 1000 + 5000;
+    }
+    return t;
+  };
+  const std::string dir = ::testing::TempDir();
+  core::write_trace(trace_of({{0, 10}, {1, 30}, {2, 20}}), dir + "/measured.json");
+  core::write_trace(trace_of({{4, 15}}), dir + "/simulated.json");
+  auto header = [&](const std::string& options) {
+    auto r = run_command(bin("quintnet-render") + " " + dir + "/measured.json --compare " + dir + "/simulated.json " +
+                         options + " -o " + dir + "/compare.svg");
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::ifstream svg(dir + "/compare.svg");
+    const std::string text((std::istreambuf_iterator<char>(svg)), {});
+    const size_t at = text.find("compare: step time");
+    return at == std::string::npos ? text : text.substr(at, text.find('<', at) - at);
+  };
+  EXPECT_NE(header("").find("step time 20 ms vs 15 ms"), std::string::npos) << header("");
+  EXPECT_NE(header("--step 1").find("step time 30 ms vs 15 ms"), std::string::npos) << header("--step 1");
+  auto r = run_command(bin("quintnet-render") + " " + dir + "/measured.json --compare " + dir +
+                       "/simulated.json --compare-step 0 -o " + dir + "/compare.svg");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("step 0 is not in the trace"), std::string::npos) << r.err;
 }
 
 int main(int argc, char** argv) {

@@ -1,5 +1,8 @@
 #include "visualizer/qt/sources.h"
 
+#include <map>
+
+#include "core/trace_analysis.h"
 #include "visualizer/model/teaching.h"
 
 namespace quintnet::viz {
@@ -7,7 +10,8 @@ namespace quintnet::viz {
 using core::cli::UsageError;
 
 const std::vector<core::cli::OptionSpec> kSourceOptions = {
-    {"step", "N", "only step N of the trace(s) [all traced steps]"},
+    {"step", "N", "only step N of the trace [all steps; comparing two traces: the first's median step]"},
+    {"compare-step", "M", "comparing two traces: step M of the second [its first step]"},
     {"width", "PIXELS", "image width [1600]"},
     {"palette", "NAME", "light or dark [light]"},
     {"title", "TEXT", "title above the timeline [the trace's file and source]"},
@@ -18,6 +22,16 @@ const std::vector<core::cli::OptionSpec> kSourceOptions = {
     {"chunks", "V", "teaching mode: chunks per rank (interleaved) [2 for interleaved, else 1]"},
     {"costs", "TF,TB[,TW]", "teaching mode: forward, backward(-input), weight-grad costs [1,2,0; zb-h1 1,1,1]"},
 };
+
+namespace {
+
+int first_step(const core::Trace& t) {
+  const std::map<int, double> spans = core::step_spans_us(t);
+  if (spans.empty()) throw core::TraceError("the trace has no events, so no step to compare");
+  return spans.begin()->first;
+}
+
+}  // namespace
 
 Sources load_sources(const core::cli::Args& args, const std::vector<std::string>& traces) {
   Sources s;
@@ -51,9 +65,21 @@ Sources load_sources(const core::cli::Args& args, const std::vector<std::string>
     return s;
   }
   if (traces.empty() || traces.size() > 2) throw UsageError("expected a trace file, two to compare, or --schedule NAME");
-  s.a = std::make_unique<Timeline>(core::read_trace(traces[0]), step);
-  if (traces.size() == 2) s.b = std::make_unique<Timeline>(core::read_trace(traces[1]), step);
-  s.names = traces;
+  if (traces.size() == 1) {
+    if (args.value("compare-step")) throw UsageError("--compare-step needs a second trace (--compare TRACE)");
+    s.a = std::make_unique<Timeline>(core::read_trace(traces[0]), step);
+    s.names = traces;
+  } else {
+    // One step of each, never a span of several against one: by default a typical step
+    // of the first (a measured run's median) against the first step of the second (a
+    // simulation has one).
+    core::Trace a = core::read_trace(traces[0]), b = core::read_trace(traces[1]);
+    const int step_a = step ? *step : core::median_step(a);
+    const int step_b = args.value("compare-step") ? args.get_int("compare-step", 0, 0, 1 << 30) : first_step(b);
+    s.a = std::make_unique<Timeline>(std::move(a), step_a);
+    s.b = std::make_unique<Timeline>(std::move(b), step_b);
+    s.names = {traces[0] + " (step " + std::to_string(step_a) + ")", traces[1] + " (step " + std::to_string(step_b) + ")"};
+  }
   if (s.view.title.empty() && !s.b) s.view.title = traces[0] + " (" + s.a->trace().source + ")";
   return s;
 }
