@@ -1,5 +1,6 @@
 #include "core/trace.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -175,11 +176,14 @@ void TraceAssembler::event(const Json& e, std::size_t i) {
     if (!e.contains("id") || !e["id"].is_number_unsigned()) r.fail("id", "a flow id (whole number >= 0)");
     const std::uint64_t id = e["id"].get<std::uint64_t>();
     EventReader end(e, origin_ + ": flow " + std::to_string(id) + (ph == "s" ? " start" : " finish"));
-    FlowEnd fe{true, end.integer("pid", 0, kMaxRanks - 1), end.integer("tid", 0, kNumLanes - 1), end.number("ts")};
-    auto& ends = flow_ends_[id];
-    (ph == "s" ? ends.first : ends.second) = fe;
+    add_flow_end(id, ph == "s", end.integer("pid", 0, kMaxRanks - 1), end.integer("tid", 0, kNumLanes - 1), end.number("ts"));
   }
   // Metadata ("M") and event types other tools add are not part of the model.
+}
+
+void TraceAssembler::add_flow_end(std::uint64_t id, bool start, int rank, int lane, double ts_us) {
+  auto& ends = flow_ends_[id];
+  (start ? ends.first : ends.second) = FlowEnd{true, rank, lane, ts_us};
 }
 
 void TraceAssembler::add_event(TraceEvent ev, const std::optional<std::int64_t> (&coords)[3], std::size_t index) {
@@ -197,7 +201,14 @@ void TraceAssembler::add_event(TraceEvent ev, const std::optional<std::int64_t> 
 }
 
 Trace TraceAssembler::finish() {
-  for (const auto& [id, ends] : flow_ends_) {
+  // In id order, whatever order the file had them in.
+  std::vector<std::uint64_t> ids;
+  ids.reserve(flow_ends_.size());
+  for (const auto& entry : flow_ends_) ids.push_back(entry.first);
+  std::sort(ids.begin(), ids.end());
+  t_.flows.reserve(ids.size());
+  for (const std::uint64_t id : ids) {
+    const auto& ends = flow_ends_.at(id);
     if (!ends.first.present || !ends.second.present)
       throw TraceError(origin_ + ": flow " + std::to_string(id) + " has a " + (ends.first.present ? "start" : "finish") +
                        " event but no " + (ends.first.present ? "finish ('f')" : "start ('s')"));

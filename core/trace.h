@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -91,6 +92,8 @@ class TraceAssembler {
   // A complete event ("X") already decoded and checked (the streaming reader's fast
   // path); `coords` are args.dp/tp/pp when present.
   void add_event(TraceEvent ev, const std::optional<std::int64_t> (&coords)[3], std::size_t index);
+  // One end of a flow ("s": start, "f": finish), already decoded and checked.
+  void add_flow_end(std::uint64_t id, bool start, int rank, int lane, double ts_us);
   Trace finish();
   void reserve(std::size_t events) { t_.events.reserve(events); }
 
@@ -103,7 +106,7 @@ class TraceAssembler {
   std::string origin_;
   std::size_t max_events_;
   Trace t_;
-  std::map<std::uint64_t, std::pair<FlowEnd, FlowEnd>> flow_ends_;  // id -> (start, finish)
+  std::unordered_map<std::uint64_t, std::pair<FlowEnd, FlowEnd>> flow_ends_;  // id -> (start, finish)
 };
 
 // Atomic write (temporary file + rename): a crash never leaves half a trace.

@@ -67,6 +67,8 @@ int median_step(const Trace& trace) {
   return std::lower_bound(by_span.begin(), by_span.end(), std::make_pair(middle, INT_MIN))->second;
 }
 
+double median_step_time_us(const Trace& trace) { return step_spans_us(trace).at(median_step(trace)); }
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());

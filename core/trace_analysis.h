@@ -42,6 +42,10 @@ double mean_step_time_us(const Trace& trace);
 // comparing one step of a trace with one of another.  Throws TraceError for no events.
 int median_step(const Trace& trace);
 
+// The span of median_step: the measured step time `quintnet simulate --measured` and the
+// viewer's compare set against a simulation.  Throws TraceError for no events.
+double median_step_time_us(const Trace& trace);
+
 // The bubble fraction core's schedule simulation predicts when every compute action
 // costs exactly what it measured in the trace (per step, from the dp 0 / tp 0 member
 // of each stage) and messages the median latency above; averaged over the steps.

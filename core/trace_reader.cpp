@@ -222,7 +222,8 @@ class TraceScanner {
     if (peek() != '{') return false;
     ++p_;
     std::string_view ph, name, cat;
-    std::optional<Number> pid, tid, ts, dur, step, mb, chunk, bytes, peer;
+    std::optional<Number> pid, tid, ts, dur, step, mb, chunk, bytes, peer, id;
+    bool id_negative = false;
     std::optional<Number> coords[3];
     bool has_ph = false;
     skip_ws();
@@ -242,7 +243,9 @@ class TraceScanner {
         else if (key == "cat") cat = s;
         else if (key == "pid" || key == "tid" || key == "ts" || key == "dur") return false;
       } else if (peek() == '-' || std::isdigit(static_cast<unsigned char>(peek()))) {
+        const bool negative = peek() == '-';
         const Number n = number();
+        if (key == "id") id = n, id_negative = negative;
         if (key == "pid") pid = n;
         else if (key == "tid") tid = n;
         else if (key == "ts") ts = n;
@@ -253,6 +256,7 @@ class TraceScanner {
       }
       if (!more('}')) break;
     }
+    if (has_ph && (ph == "s" || ph == "f")) return flow_end(ph == "s", id, id_negative, pid, tid, ts);
     // A complete event needs its duration as much as its start (the document path says which is missing).
     if (!has_ph || ph != "X" || !pid || !pid->integer || !tid || !tid->integer || !ts || !dur) return false;
     const std::int64_t rank = pid->integer_value, lane = tid->integer_value;
@@ -278,6 +282,19 @@ class TraceScanner {
     for (int k = 0; k < 3; ++k)
       if (coords[k]) c[k] = coords[k]->integer_value;
     a_.add_event(std::move(ev), c, index);
+    return true;
+  }
+
+  // A flow's start or finish whose id, rank, lane and time are all in range; anything
+  // else goes to the document path, which says what is wrong.
+  bool flow_end(bool start, const std::optional<Number>& id, bool id_negative, const std::optional<Number>& pid,
+                const std::optional<Number>& tid, const std::optional<Number>& ts) {
+    if (!id || !id->integer || id_negative || !pid || !pid->integer || !tid || !tid->integer || !ts) return false;
+    const std::int64_t rank = pid->integer_value, lane = tid->integer_value;
+    if (rank < 0 || rank > (1 << 24) - 1 || lane < 0 || lane >= kNumLanes) return false;  // the document path's pid range
+    const double t = ts->value;
+    if (!std::isfinite(t) || t < -1e18 || t > 1e18) return false;
+    a_.add_flow_end(static_cast<std::uint64_t>(id->integer_value), start, static_cast<int>(rank), static_cast<int>(lane), t);
     return true;
   }
 

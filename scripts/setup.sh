@@ -35,6 +35,8 @@ packages=(
   libsimgrid-dev
   # visualizer
   qt6-base-dev fonts-dejavu-core
+  # a real X display for the window tests and screenshots (tests/visualizer/window_test.cpp)
+  xvfb
   # the Python module, its tests and the notebook sweep (experiments/notebooks)
   pybind11-dev python3-dev python3-numpy python3-matplotlib
   # data

@@ -32,7 +32,7 @@ const std::vector<OptionSpec> kOptions = {
     {"trace", "FILE", "write the simulated step as a Chrome trace (source: sim)"},
     {"json", "", "print the summary as JSON"},
     {"calibration", "FILE", "use a calibrated machine (quintnet calibrate) instead of --platform"},
-    {"measured", "TRACE", "also print the step time an executor trace of this plan measured, and the error"},
+    {"measured", "TRACE", "also print the step time an executor trace of this plan measured (its median step: first op to optimizer end), and the error"},
     {"uniform", "TF,TB[,TW]", "uniform op times in seconds instead of a plan (with --schedule --pp --microbatches)"},
     {"schedule", "NAME", "with --uniform: afab, 1f1b, interleaved, zb-h1 [1f1b]"},
     {"pp", "P", "with --uniform: pipeline ranks [4]"},
@@ -108,7 +108,7 @@ int simulate(int argc, char** argv) {
     core::write_trace(t, args.get("trace", ""));
   }
   double measured = 0;
-  if (auto path = args.value("measured")) measured = core::mean_step_time_us(core::read_trace(*path)) * 1e-6;
+  if (auto path = args.value("measured")) measured = core::median_step_time_us(core::read_trace(*path)) * 1e-6;
   const nlohmann::ordered_json summary = sim::simulation_summary(plan, platform, r, wall, measured);
   if (args.flag("json")) {
     std::cout << summary.dump() << std::endl;

@@ -68,6 +68,9 @@ int render(int argc, char** argv) {
     QGuiApplication app(qt.argc, qt.argv);
     viz::write_png(scene, *output);
   }
+  for (const auto* paths : {src.view.critical_paths.get(), src.view.critical_paths_b.get()})
+    if (paths)
+      for (const viz::CriticalPath& p : *paths) std::cout << "step " << p.step << ": " << viz::critical_path_summary(p) << "\n";
   std::cout << "wrote " << *output << " (" << static_cast<int>(scene.width) << "x" << static_cast<int>(scene.height)
             << ")\n";
   return 0;

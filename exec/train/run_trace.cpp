@@ -10,8 +10,9 @@
 
 namespace quintnet::exec {
 
-RunTrace::RunTrace(const TrainOptions& options, Communicator& comm, const torch::Device& device, long total_steps)
-    : options_(options), comm_(comm), total_steps_(total_steps) {
+RunTrace::RunTrace(const TrainOptions& options, Communicator& comm, const torch::Device& device, long total_steps,
+                   nlohmann::json plan)
+    : options_(options), comm_(comm), total_steps_(total_steps), plan_(std::move(plan)) {
   if (options.trace_path.empty()) return;
   tracer_ = std::make_unique<TraceRecorder>(comm.mesh(), comm.rank());
   comm.set_tracer(tracer_.get());
@@ -26,7 +27,13 @@ RunTrace::~RunTrace() {
 }
 
 void RunTrace::begin_step(long step) {
-  if (tracer_) tracer_->set_step(static_cast<int>(step), step >= first_ && step < first_ + options_.trace_steps);
+  if (!tracer_) return;
+  // Nothing of the write itself is recorded, and it happens before the step's first op,
+  // so it is outside every traced step's span.
+  tracer_->set_step(static_cast<int>(step), false);
+  if (step > first_ && step < first_ + options_.trace_steps)
+    tracer_->merge_and_write(comm_, options_.trace_path, plan_, {{"host", "cpu"}, {"partial", true}});
+  tracer_->set_step(static_cast<int>(step), step >= first_ && step < first_ + options_.trace_steps);
 }
 
 void RunTrace::optimizer(TraceRecorder::Clock::time_point start) {

@@ -3,7 +3,9 @@
 // one barrier, steps [first, first + n) are recorded (the first step warms up and is
 // left out), and at the end the op-shape probe for the simulator's calibration runs,
 // rank 0 writes the merged trace and prints the measured bubble beside the schedule
-// model's prediction.  Without --trace every call does nothing.
+// model's prediction.  Between traced steps the trace so far is written too, so a viewer
+// following the file (quintnet view, File > Follow) shows the steps as they arrive.
+// Without --trace every call does nothing.
 #include <torch/torch.h>
 
 #include <functional>
@@ -22,10 +24,13 @@ namespace quintnet::exec {
 class RunTrace {
  public:
   // Collective when tracing (a barrier): every rank constructs it at the same point.
-  RunTrace(const TrainOptions& options, Communicator& comm, const torch::Device& device, long total_steps);
+  RunTrace(const TrainOptions& options, Communicator& comm, const torch::Device& device, long total_steps,
+           nlohmann::json plan);
   ~RunTrace();
 
-  void begin_step(long step);  // records the step when it is one of the traced ones
+  // Collective when tracing: records the step when it is one of the traced ones, and
+  // writes the steps traced so far first.
+  void begin_step(long step);
   void optimizer(TraceRecorder::Clock::time_point start);  // the optimizer step, from start to now
 
   // Collective: probes op shapes on a training microbatch, merges and writes the trace.
@@ -39,6 +44,7 @@ class RunTrace {
   Communicator& comm_;
   std::unique_ptr<TraceRecorder> tracer_;
   long first_ = 0, total_steps_ = 0;
+  nlohmann::json plan_;
 };
 
 }  // namespace quintnet::exec

@@ -246,7 +246,7 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   r->last_step = options_.stop_at_step > 0 ? std::min(r->total_steps, options_.stop_at_step) : r->total_steps;
   r->epochs = static_cast<int>((r->total_steps + r->per_epoch - 1) / r->per_epoch);
 
-  r->trace = std::make_unique<RunTrace>(options_, comm_, device_, r->total_steps);
+  r->trace = std::make_unique<RunTrace>(options_, comm_, device_, r->total_steps, p.to_json());
   r->log = std::make_unique<RunLog>(p, options_, is_logger_);
   r->log->start(*r->data, r->per_epoch, side_by_side);
   r->checkpoints = std::make_unique<Checkpointer>(p, comm_, options_);

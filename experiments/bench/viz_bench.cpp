@@ -11,7 +11,9 @@
 #include <filesystem>
 
 #include "core/trace.h"
+#include "visualizer/model/grouping.h"
 #include "visualizer/model/scene.h"
+#include "visualizer/model/teaching.h"
 #include "visualizer/qt/offscreen.h"
 #include "visualizer/qt/scene_painter.h"
 
@@ -82,6 +84,90 @@ BENCHMARK(BM_Repaint)
     ->Args({1000000, 100})
     ->Args({1000000, 10000})
     ->Unit(benchmark::kMillisecond);
+
+// A simulated-like step of a large mesh: the 1F1B schedule of 16 stages and 16
+// microbatches (core's generator, with its sends and receives) on every rank of its
+// stage, tp 8 × dp (ranks / 128), each rank shifted by up to 50 us so the groups have a
+// spread.  16,384 ranks: 1.5 million events and 0.5 million messages.
+double shift(int rank) { return static_cast<double>((static_cast<unsigned>(rank) * 2654435761u) % 1000u) * 0.05; }
+
+core::Trace mesh_trace(int ranks) {
+  viz::TeachingSchedule s;
+  s.pp = 16;
+  s.microbatches = 16;
+  const core::Trace one = viz::teaching_trace(s);
+  core::Trace t;
+  t.source = "sim";
+  const int per_stage = ranks / 16, tp = 8;
+  t.ranks.resize(static_cast<size_t>(ranks));
+  t.events.reserve(one.events.size() * static_cast<size_t>(per_stage));
+  for (int stage = 0; stage < 16; ++stage)
+    for (int m = 0; m < per_stage; ++m) {
+      const int rank = stage * per_stage + m;
+      t.ranks[static_cast<size_t>(rank)] = {m / tp, m % tp, stage};
+      for (const core::TraceEvent& e : one.events) {
+        if (e.rank != stage) continue;
+        core::TraceEvent c = e;
+        c.rank = rank;
+        c.ts_us += shift(rank);
+        t.events.push_back(std::move(c));
+      }
+    }
+  // Member m of each stage sends to member m of the next.
+  for (const core::TraceFlow& f : one.flows)
+    for (int m = 0; m < per_stage; ++m) {
+      core::TraceFlow c = f;
+      c.id = t.flows.size() + 1;
+      c.from_rank = f.from_rank * per_stage + m;
+      c.to_rank = f.to_rank * per_stage + m;
+      c.from_ts_us += shift(c.from_rank);
+      c.to_ts_us += shift(c.to_rank);
+      t.flows.push_back(c);
+    }
+  return t;
+}
+
+std::string mesh_file(int ranks) {
+  const std::string path = "/tmp/quintnet_bench_mesh2_" + std::to_string(ranks) + ".json";
+  if (!std::filesystem::exists(path)) core::write_trace(mesh_trace(ranks), path);
+  return path;
+}
+
+// Opening a large simulated trace grouped per stage, as the viewer does above 256
+// ranks: read the file, group, build the timeline.  Goal (issue: viewer): 16,384 ranks
+// in <= 3 s.  Baseline in the same process: 1,024 ranks.
+void BM_OpenGrouped(benchmark::State& state) {
+  const std::string path = mesh_file(static_cast<int>(state.range(0)));
+  size_t events = 0;
+  for (auto _ : state) {
+    const core::Trace t = core::read_trace(path);
+    events = t.events.size();
+    const viz::GroupedTrace g = viz::group_trace(t, viz::Grouping::parse("pp"));
+    const auto tl = viz::grouped_timeline(g);
+    benchmark::DoNotOptimize(tl->rows().size());
+  }
+  state.counters["ranks"] = static_cast<double>(state.range(0));
+  state.counters["events"] = static_cast<double>(events);
+}
+BENCHMARK(BM_OpenGrouped)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+// Repainting the grouped view (layout + paint, whiskers included).  Goal: <= 16 ms.
+void BM_RepaintGrouped(benchmark::State& state) {
+  const viz::GroupedTrace g = viz::group_trace(mesh_trace(static_cast<int>(state.range(0))), viz::Grouping::parse("pp"));
+  const auto tl = viz::grouped_timeline(g);
+  viz::ViewOptions view;
+  view.width = 1600;
+  view.spread = std::make_shared<const std::vector<viz::Interval>>(g.spread);
+  QImage image(1600, 900, QImage::Format_RGB32);
+  for (auto _ : state) {
+    const viz::Scene s = viz::draw_timeline(*tl, view);
+    QPainter p(&image);
+    viz::paint_scene(p, s);
+    benchmark::DoNotOptimize(s.boxes.size());
+  }
+  state.counters["lanes"] = static_cast<double>(tl->rows().size());
+}
+BENCHMARK(BM_RepaintGrouped)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

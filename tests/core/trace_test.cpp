@@ -186,6 +186,7 @@ TEST(TraceAnalysis, MedianStepIsTheTypicalStep) {
   EXPECT_EQ(median_step(t), 4);
   op(6, 0, 1100, 40);   // four 40s, 45, 90, 500: 40, of the lowest step among them
   EXPECT_EQ(median_step(t), 1);
+  EXPECT_EQ(median_step_time_us(t), 40);
   EXPECT_THROW(median_step(Trace{}), TraceError);
 }
 

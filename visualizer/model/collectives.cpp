@@ -11,7 +11,7 @@ std::vector<CollectiveSpan> collective_spans(const Timeline& tl) {
   auto coords = [&](int rank) { return rank < static_cast<int>(t.ranks.size()) ? t.ranks[rank] : core::RankCoords{0, 0, rank}; };
   // (lane, step, group key a, group key b, k) -> members' events
   using Key = std::tuple<int, int, int, int, size_t>;
-  std::map<Key, std::vector<const core::TraceEvent*>> groups;
+  std::map<Key, std::vector<size_t>> groups;
   std::map<std::tuple<int, int, int>, size_t> seen;  // (rank, lane, step) -> events so far
   for (const Row& row : tl.rows()) {
     if (row.lane != core::Lane::TpCollective && row.lane != core::Lane::DpCollective) continue;
@@ -20,7 +20,7 @@ std::vector<CollectiveSpan> collective_spans(const Timeline& tl) {
       const size_t k = seen[{e.rank, static_cast<int>(e.lane), e.step}]++;
       const core::RankCoords c = coords(e.rank);
       const bool tp = e.lane == core::Lane::TpCollective;
-      groups[{static_cast<int>(e.lane), e.step, tp ? c.dp : c.tp, c.pp, k}].push_back(&e);
+      groups[{static_cast<int>(e.lane), e.step, tp ? c.dp : c.tp, c.pp, k}].push_back(i);
     }
   }
   std::vector<CollectiveSpan> out;
@@ -31,10 +31,12 @@ std::vector<CollectiveSpan> collective_spans(const Timeline& tl) {
     s.step = std::get<1>(key);
     s.last_arrival_us = -1e300;
     s.first_end_us = 1e300;
-    for (const core::TraceEvent* e : members) {
-      s.ranks.push_back(e->rank);
-      s.last_arrival_us = std::max(s.last_arrival_us, e->ts_us);
-      s.first_end_us = std::min(s.first_end_us, e->end_us());
+    for (size_t i : members) {
+      const core::TraceEvent& e = t.events[i];
+      s.ranks.push_back(e.rank);
+      s.events.push_back(i);
+      s.last_arrival_us = std::max(s.last_arrival_us, e.ts_us);
+      s.first_end_us = std::min(s.first_end_us, e.end_us());
     }
     out.push_back(std::move(s));
   }

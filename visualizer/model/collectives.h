@@ -14,6 +14,7 @@ struct CollectiveSpan {
   core::Lane lane = core::Lane::TpCollective;
   int step = 0;
   std::vector<int> ranks;        // the group's members that took part
+  std::vector<size_t> events;    // their events (indices into the trace), in the same order
   double last_arrival_us = 0;    // latest start over the members
   double first_end_us = 0;       // earliest end
 };

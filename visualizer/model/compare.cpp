@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <map>
 
+#include "core/trace_analysis.h"
+
 namespace quintnet::viz {
 namespace {
 
@@ -19,8 +21,8 @@ std::string signed_duration(double us) { return (us >= 0 ? "+" : "-") + duration
 
 Comparison compare_timelines(const Timeline& a, const Timeline& b) {
   Comparison c;
-  c.step_a_us = a.step_time_us();
-  c.step_b_us = b.step_time_us();
+  c.step_a_us = core::mean_step_time_us(a.trace());
+  c.step_b_us = core::mean_step_time_us(b.trace());
   c.bubble_a = a.bubble_fraction();
   c.bubble_b = b.bubble_fraction();
   const auto ka = time_per_kind(a), kb = time_per_kind(b);
@@ -71,6 +73,7 @@ Scene draw_comparison(const Timeline& a, const Timeline& b, const std::string& n
   vb.t1_us = b.begin_us() + span;
   va.title = "A: " + name_a;
   vb.title = "B: " + name_b;
+  vb.critical_paths = view.critical_paths_b;
   const Scene sa = draw_timeline(a, va);
   Scene sb = draw_timeline(b, vb);
   for (Box& box : sb.boxes) box.source = 1;

@@ -19,6 +19,9 @@ struct RankDelta {
   double busy_a_us = 0, busy_b_us = 0;  // compute time inside the step windows
 };
 struct Comparison {
+  // Mean step span (first op start to last op end, optimizer included): for the one step
+  // compare mode shows of each, its span — core::median_step_time_us's definition, so
+  // a measured trace against its simulation shows `quintnet simulate --measured`'s error.
   double step_a_us = 0, step_b_us = 0;
   double bubble_a = 0, bubble_b = 0;
   std::vector<KindDelta> kinds;  // kinds present in either, in a fixed order

@@ -14,7 +14,7 @@ struct Color {
 };
 
 struct Palette {
-  Color background, text, grid, lane_band, bubble, flow, selection;
+  Color background, text, grid, lane_band, bubble, flow, selection, critical;
   static Palette light();
   static Palette dark();
   static Palette named(const std::string& name);  // "light" | "dark"; throws core::UserError

@@ -172,6 +172,25 @@ void draw_bubbles(Drawing& d, size_t i) {
   }
 }
 
+// Grouped lanes: a whisker along the row's bottom edge from the members' earliest start
+// to their latest end of each op (the lines are painted over the boxes).
+void draw_spread(Drawing& d, size_t i) {
+  const auto& spread = *d.view.spread;
+  const Row& r = d.tl.rows()[i];
+  const auto [lo, hi] = d.tl.visible(i, d.g.t0_us, d.g.t1_us);
+  if (hi - lo > 20000) return;  // too many to tell apart: the ops alone
+  const double y = d.g.row_y[i] + row_height_of(r) - 1;
+  for (size_t k = lo; k < hi; ++k) {
+    const size_t e = r.events[k];
+    if (e >= spread.size()) continue;
+    const double x0 = d.clip_x(d.g.x_of(spread[e].begin_us)), x1 = d.clip_x(d.g.x_of(spread[e].end_us));
+    if (x1 - x0 < 1) continue;
+    d.s.lines.push_back({x0, y, x1, y, d.pal.text, 1});
+    d.s.lines.push_back({x0, y - 4, x0, y, d.pal.text, 1});
+    d.s.lines.push_back({x1, y - 4, x1, y, d.pal.text, 1});
+  }
+}
+
 // A row's ops.  Level of detail: ops narrower than a pixel that touch the previous box
 // are merged into it, so a million events become at most a few boxes per pixel column.
 // When every op of the row is narrower than a pixel, whole pixel columns are skipped by
@@ -254,6 +273,41 @@ void draw_collectives(Drawing& d) {
   }
 }
 
+// Critical paths: each op on the path outlined, a line where the path moves to another
+// rank or lane, idle stretches as a thin line, and the shares per kind under the legend.
+void draw_critical_paths(Drawing& d) {
+  const auto& rows = d.tl.rows();
+  const auto row_of = d.row_index();
+  const Color c = d.pal.critical;
+  double text_y = d.s.height;
+  for (const CriticalPath& path : *d.view.critical_paths) {
+    double prev_x = -1, prev_y = -1;
+    for (const PathSegment& seg : path.segments) {
+      core::Lane lane = core::Lane::Compute;
+      if (seg.event >= 0) lane = d.tl.trace().events[static_cast<size_t>(seg.event)].lane;
+      const auto it = row_of.find({seg.rank, lane});
+      if (it == row_of.end()) continue;
+      const double y0 = d.g.row_y[it->second] + 1, y1 = y0 + row_height_of(rows[it->second]) - 2;
+      const double mid = (y0 + y1) / 2;
+      const double x0 = d.clip_x(d.g.x_of(seg.begin_us)), x1 = d.clip_x(d.g.x_of(seg.end_us));
+      const bool shown = seg.end_us >= d.g.t0_us && seg.begin_us <= d.g.t1_us;
+      if (prev_x >= 0 && std::abs(prev_y - mid) > 0.5 && shown) d.s.lines.push_back({prev_x, prev_y, x0, mid, c, 2});
+      if (shown && seg.event < 0) {
+        d.s.lines.push_back({x0, mid, x1, mid, c, 2});
+      } else if (shown) {
+        d.s.lines.push_back({x0, y0, x1, y0, c, 2});
+        d.s.lines.push_back({x1, y0, x1, y1, c, 2});
+        d.s.lines.push_back({x1, y1, x0, y1, c, 2});
+        d.s.lines.push_back({x0, y1, x0, y0, c, 2});
+      }
+      prev_x = x1, prev_y = mid;
+    }
+    d.s.texts.push_back({kMargin, text_y, "step " + std::to_string(path.step) + "  " + critical_path_summary(path), c, 11, true});
+    text_y += 16;
+  }
+  d.s.height = text_y;
+}
+
 // The kinds the trace has, and the bubble.
 void draw_legend(Drawing& d) {
   double x = kMargin;
@@ -288,11 +342,13 @@ Scene draw_timeline(const Timeline& tl, const ViewOptions& view) {
       draw_bubbles(d, i);
     else
       s.texts.push_back({g.plot_x0 - 8, g.row_y[i] + 11, rows[i].label, view.palette.text, 9, false, Text::Right});
+    if (view.spread) draw_spread(d, i);
     draw_ops(d, i);
   }
   if (view.flows) draw_flows(d);
   if (view.collectives) draw_collectives(d);
   draw_legend(d);
+  if (view.critical_paths) draw_critical_paths(d);
   return s;
 }
 

@@ -2,9 +2,11 @@
 // A drawing as plain data — boxes, lines, texts in pixels — made from a Timeline by
 // draw_timeline() and painted by either back end (QPainter for PNG and the window,
 // svg_writer for SVG).  Tests inspect it, and the pixels, without a display.
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "visualizer/model/critical_path.h"
 #include "visualizer/model/palette.h"
 #include "visualizer/model/timeline.h"
 
@@ -51,6 +53,13 @@ struct ViewOptions {
   std::string title;
   // Teaching mode's play: only events that start before this time are drawn (NaN: all).
   double reveal_until_us = 0.0 / 0.0;
+  // Critical paths to draw over the ops (outlined, joined across ranks) and list under
+  // the legend with their share per kind; none when null.  Compare mode: `_b` for the
+  // second timeline.
+  std::shared_ptr<const std::vector<CriticalPath>> critical_paths, critical_paths_b;
+  // Grouped lanes (visualizer/model/grouping.h): per event, the earliest start and latest
+  // end over the group's members, drawn as whiskers beside the median op; none when null.
+  std::shared_ptr<const std::vector<Interval>> spread;
 };
 
 // Where things are: for tests, hit-testing and the interactive view.

@@ -56,10 +56,13 @@ Timeline::Timeline(core::Trace trace, std::optional<int> step) : trace_(std::mov
   }
 
   // Rows: ranks ordered by (pp, tp, dp); every rank gets the sub-lanes any rank uses.
+  // Ranks without events (e.g. all filtered out by a search) get no rows.
   std::set<core::Lane> used;
   std::set<std::string> kinds_seen;
+  std::vector<char> has_events(static_cast<size_t>(num_ranks), 0);
   for (const auto& e : trace_.events) {
     used.insert(e.lane);
+    has_events[static_cast<size_t>(e.rank)] = 1;
     if (kinds_seen.insert(e.kind).second) kinds_.push_back(e.kind);
   }
   std::vector<int> order(num_ranks);
@@ -70,6 +73,7 @@ Timeline::Timeline(core::Trace trace, std::optional<int> step) : trace_(std::mov
   });
   std::map<std::pair<int, core::Lane>, size_t> row_of;
   for (int r : order) {
+    if (!has_events[static_cast<size_t>(r)]) continue;
     const auto c = coords_of(trace_, r);
     for (core::Lane lane : {core::Lane::Compute, core::Lane::P2P, core::Lane::TpCollective, core::Lane::DpCollective}) {
       if (lane != core::Lane::Compute && !used.count(lane)) continue;
@@ -122,6 +126,11 @@ Timeline::Timeline(core::Trace trace, std::optional<int> step) : trace_(std::mov
       if (cursor < w.end_us) bubbles_[row.rank].push_back({cursor, w.end_us});
     }
   }
+}
+
+void Timeline::label_ranks(const std::vector<std::string>& labels) {
+  for (Row& row : rows_)
+    if (row.lane == core::Lane::Compute && row.rank < static_cast<int>(labels.size())) row.label = labels[static_cast<size_t>(row.rank)];
 }
 
 std::vector<int> Timeline::steps() const {

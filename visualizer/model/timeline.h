@@ -33,6 +33,8 @@ class Timeline {
 
   const core::Trace& trace() const { return trace_; }
   const std::vector<Row>& rows() const { return rows_; }
+  // Replaces the compute rows' labels, by rank (grouped lanes name their group).
+  void label_ranks(const std::vector<std::string>& labels);
   double begin_us() const { return begin_us_; }
   double end_us() const { return end_us_; }
   std::vector<int> steps() const;

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/error.h"
+#include "visualizer/model/filter.h"
 #include "visualizer/qt/scene_painter.h"
 
 namespace quintnet::viz {
@@ -17,6 +19,8 @@ namespace quintnet::viz {
 TimelineWidget::TimelineWidget(std::unique_ptr<Timeline> a, std::unique_ptr<Timeline> b, ViewOptions view,
                                std::vector<std::string> names, QWidget* parent)
     : QWidget(parent), a_(std::move(a)), b_(std::move(b)), view_(std::move(view)), names_(std::move(names)) {
+  critical_path_ = view_.critical_paths != nullptr;
+  spread_ = view_.spread;
   setMouseTracking(true);
   setFocusPolicy(Qt::StrongFocus);
   setMinimumSize(640, 240);
@@ -31,6 +35,91 @@ TimelineWidget::TimelineWidget(std::unique_ptr<Timeline> a, std::unique_ptr<Time
     }
     update();
   });
+}
+
+void TimelineWidget::set_timelines(std::unique_ptr<Timeline> a, std::unique_ptr<Timeline> b,
+                                   std::vector<std::string> names, std::string title,
+                                   std::shared_ptr<const std::vector<Interval>> spread) {
+  a_ = std::move(a);
+  spread_ = std::move(spread);
+  b_ = std::move(b);
+  full_a_.reset();
+  full_b_.reset();
+  filter_.clear();
+  names_ = std::move(names);
+  view_.title = std::move(title);
+  timer_.stop();
+  reveal_ = 0.0 / 0.0;
+  reset_view();
+  fit();
+}
+
+// After the shown timelines changed: no selection, critical paths of the new ones.
+void TimelineWidget::reset_view() {
+  selected_.reset();
+  selection_.reset();
+  selection_stats_.clear();
+  view_.spread = full_a_ ? nullptr : spread_;  // a filtered grouped view has other event indices
+  view_.critical_paths = critical_path_ ? viz::critical_paths(*a_) : nullptr;
+  view_.critical_paths_b = critical_path_ && b_ ? viz::critical_paths(*b_) : nullptr;
+  emit content_changed();
+  update();
+}
+
+void TimelineWidget::set_palette(const Palette& palette) {
+  view_.palette = palette;
+  update();
+}
+
+void TimelineWidget::set_critical_path(bool on) {
+  critical_path_ = on;
+  reset_view();
+}
+
+void TimelineWidget::set_filter(const std::string& text) {
+  const EventFilter f = EventFilter::parse(text);  // throws before anything changes
+  const Timeline& all_a = full_a_ ? *full_a_ : *a_;
+  const Timeline* all_b = full_b_ ? full_b_.get() : b_.get();
+  if (f.empty()) {
+    if (full_a_) a_ = std::move(full_a_);
+    if (full_b_) b_ = std::move(full_b_);
+  } else {
+    auto fa = std::make_unique<Timeline>(filter_trace(all_a.trace(), f, text));
+    auto fb = all_b ? std::make_unique<Timeline>(filter_trace(all_b->trace(), f, text)) : nullptr;
+    if (!full_a_) full_a_ = std::move(a_);
+    if (b_ && !full_b_) full_b_ = std::move(b_);
+    a_ = std::move(fa);
+    b_ = std::move(fb);
+  }
+  filter_ = f.empty() ? "" : text;
+  reset_view();
+}
+
+void TimelineWidget::select_op(int source, long event) {
+  const Timeline& tl = timeline(source);
+  if (event < 0 || static_cast<size_t>(event) >= tl.trace().events.size()) return;
+  selected_ = {{source, event}};
+  const core::TraceEvent& e = tl.trace().events[static_cast<size_t>(event)];
+  // Keep the op in view: centre it when it is outside the window (compare mode's second
+  // timeline is drawn from its own start).
+  const double offset = source == 1 && b_ ? a_->begin_us() - b_->begin_us() : 0;
+  const double t0 = e.ts_us + offset, t1 = e.end_us() + offset;
+  if (t1 < t0_ || t0 > t1_) {
+    const double span = t1_ - t0_;
+    set_window((t0 + t1) / 2 - span / 2, (t0 + t1) / 2 + span / 2);
+  }
+  emit op_selected(source, event);
+  update();
+}
+
+void TimelineWidget::step_once() {
+  timer_.stop();
+  double next = 1e300;
+  const double now = std::isnan(reveal_) ? a_->begin_us() - 1 : reveal_;
+  for (const auto& e : a_->trace().events)
+    if (e.ts_us > now) next = std::min(next, e.ts_us);
+  reveal_ = next < 1e300 ? next + 1e-3 : 0.0 / 0.0;
+  update();
 }
 
 void TimelineWidget::set_window(double t0_us, double t1_us) {
@@ -85,6 +174,18 @@ Scene TimelineWidget::build_scene() const {
     s = draw_timeline(*a_, v);
   }
   const Geometry g = geometry();
+  if (selected_) {
+    for (const Box& b : s.boxes)
+      if (b.event == selected_->second && b.source == selected_->first) {
+        const Color c = view_.palette.selection;
+        const double x0 = b.x - 1, y0 = b.y - 1, x1 = b.x + std::max(b.w, 2.0) + 1, y1 = b.y + b.h + 1;
+        s.lines.push_back({x0, y0, x1, y0, c, 3});
+        s.lines.push_back({x1, y0, x1, y1, c, 3});
+        s.lines.push_back({x1, y1, x0, y1, c, 3});
+        s.lines.push_back({x0, y1, x0, y0, c, 3});
+        break;
+      }
+  }
   if (selection_) {
     const double x0 = g.x_of(selection_->first), x1 = g.x_of(selection_->second);
     s.lines.push_back({x0, g.ruler_y, x0, s.height, view_.palette.selection, 2});
@@ -146,11 +247,20 @@ void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
 }
 
 void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
-  if (drag_ == Drag::Select) {
+  if (drag_ == Drag::Pan && (e->pos() - drag_start_).manhattanLength() < 4) {
+    if (const auto op = op_at(e->pos())) select_op(op->first, op->second);
+  } else if (drag_ == Drag::Select) {
     const Geometry g = geometry();
     select(g.t_of(drag_start_.x()), g.t_of(e->pos().x()));
   }
   drag_ = Drag::None;
+}
+
+void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* e) {
+  if (b_) return;  // compare mode stacks two timelines: rows are not the first's alone
+  const int row = geometry().row_at(e->pos().y());
+  if (row >= 0 && a_->rows()[static_cast<size_t>(row)].lane == core::Lane::Compute)
+    emit lane_activated(a_->rows()[static_cast<size_t>(row)].label);
 }
 
 void TimelineWidget::select(double t0, double t1) {
@@ -182,6 +292,7 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
       break;
     }
     case Qt::Key_Escape:
+      selected_.reset();
       selection_.reset();
       selection_stats_.clear();
       update();
@@ -190,23 +301,29 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
   }
 }
 
-std::string TimelineWidget::describe_at(QPoint p) const {
+std::optional<std::pair<int, long>> TimelineWidget::op_at(QPoint p) const {
   const Scene s = build_scene();
   for (auto it = s.boxes.rbegin(); it != s.boxes.rend(); ++it) {
     const Box& b = *it;
     if (b.event < 0 || p.x() < b.x || p.x() > b.x + std::max(b.w, 2.0) || p.y() < b.y || p.y() > b.y + b.h) continue;
-    const Timeline& tl = b.source == 1 && b_ ? *b_ : *a_;
-    if (static_cast<size_t>(b.event) >= tl.trace().events.size()) return "";
-    const core::TraceEvent& e = tl.trace().events[static_cast<size_t>(b.event)];
-    const auto c = e.rank < static_cast<int>(tl.trace().ranks.size()) ? tl.trace().ranks[e.rank] : core::RankCoords{};
-    char text[400];
-    std::snprintf(text, sizeof(text), "%s (%s)\nrank %d  pp %d tp %d dp %d\nstep %d  microbatch %d  chunk %d\nstart %s  duration %s%s",
-                  e.name.c_str(), e.kind.c_str(), e.rank, c.pp, c.tp, c.dp, e.step, e.mb, e.chunk,
-                  duration_text(e.ts_us - tl.begin_us()).c_str(), duration_text(e.dur_us).c_str(),
-                  e.bytes > 0 ? ("\n" + std::to_string(e.bytes) + " bytes" + (e.peer >= 0 ? ", peer " + std::to_string(e.peer) : "")).c_str() : "");
-    return text;
+    if (static_cast<size_t>(b.event) >= timeline(b.source).trace().events.size()) return std::nullopt;
+    return std::make_pair(b.source, b.event);
   }
-  return "";
+  return std::nullopt;
+}
+
+std::string TimelineWidget::describe_at(QPoint p) const {
+  const auto op = op_at(p);
+  if (!op) return "";
+  const Timeline& tl = timeline(op->first);
+  const core::TraceEvent& e = tl.trace().events[static_cast<size_t>(op->second)];
+  const auto c = e.rank < static_cast<int>(tl.trace().ranks.size()) ? tl.trace().ranks[e.rank] : core::RankCoords{};
+  char text[400];
+  std::snprintf(text, sizeof(text), "%s (%s)\nrank %d  pp %d tp %d dp %d\nstep %d  microbatch %d  chunk %d\nstart %s  duration %s%s",
+                e.name.c_str(), e.kind.c_str(), e.rank, c.pp, c.tp, c.dp, e.step, e.mb, e.chunk,
+                duration_text(e.ts_us - tl.begin_us()).c_str(), duration_text(e.dur_us).c_str(),
+                e.bytes > 0 ? ("\n" + std::to_string(e.bytes) + " bytes" + (e.peer >= 0 ? ", peer " + std::to_string(e.peer) : "")).c_str() : "");
+  return text;
 }
 
 bool TimelineWidget::event(QEvent* e) {
