@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "sim/memory_estimate.h"
 
 namespace quintnet::sim {
 
@@ -46,6 +47,9 @@ nlohmann::ordered_json simulation_summary(const SimPlan& plan, const Platform& p
   j["exposed_comm_fraction"] = world > 0 && step > 0 ? comm / (world * step) : 0.0;
   j["ranks"] = world;
   j["events"] = r.trace.events.size();
+  const SimulationSize size = estimate_simulation(plan, false);  // what the memory check assumed
+  j["estimated_events"] = size.events;
+  j["estimated_memory_bytes"] = size.bytes;
   j["wall_s"] = wall_s;
   return j;
 }

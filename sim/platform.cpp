@@ -1,5 +1,7 @@
 #include "sim/platform.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -99,14 +101,51 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
   return p;
 }
 
+namespace {
+
+// "5:0.8,17:0.9" -> {5: 0.8, 17: 0.9}; `limit`: indices must be below it.
+std::map<int, double> speed_factors(const std::string& spec, const std::string& option, int limit, const char* what) {
+  std::map<int, double> out;
+  std::stringstream in(spec);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    const auto colon = part.find(':');
+    char* end = nullptr;
+    const long index = colon == std::string::npos ? -1 : std::strtol(part.c_str(), &end, 10);
+    const bool index_ok = colon != std::string::npos && end == part.c_str() + colon && index >= 0;
+    const double factor = index_ok ? std::strtod(part.c_str() + colon + 1, &end) : 0;
+    if (!index_ok || *end != '\0' || !(factor > 0 && factor <= 100))
+      throw core::UserError("--" + option + " '" + part + "': expected " + what + ":FACTOR with FACTOR in (0, 100], e.g. 5:0.8");
+    if (index >= limit)
+      throw core::UserError("--" + option + " '" + part + "': " + what + " " + std::to_string(index) + " is not in this step (" +
+                            std::to_string(limit) + " " + what + "s)");
+    out[static_cast<int>(index)] = factor;
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_stragglers(Platform& p, const std::string& ranks, const std::string& nodes, int world) {
+  if (!nodes.empty()) {
+    const int used_nodes = (world + p.gpus_per_node - 1) / p.gpus_per_node;
+    for (const auto& [node, factor] : speed_factors(nodes, "slow-node", used_nodes, "node"))
+      for (int r = node * p.gpus_per_node; r < std::min(world, (node + 1) * p.gpus_per_node); ++r) p.rank_speed[r] = factor;
+  }
+  if (!ranks.empty())
+    for (const auto& [rank, factor] : speed_factors(ranks, "straggler", world, "rank")) p.rank_speed[rank] = factor;
+}
+
 nlohmann::json platform_to_json(const Platform& p) {
-  return {{"name", p.name}, {"nodes", p.nodes}, {"gpus_per_node", p.gpus_per_node}, {"nics_per_node", p.nics_per_node},
+  nlohmann::json j = {{"name", p.name}, {"nodes", p.nodes}, {"gpus_per_node", p.gpus_per_node}, {"nics_per_node", p.nics_per_node},
           {"peak_flops", p.peak_flops}, {"efficiency", p.efficiency}, {"memory_bytes", p.memory_bytes},
           {"intra_bandwidth", p.intra_bandwidth}, {"intra_latency", p.intra_latency},
           {"nic_bandwidth", p.nic_bandwidth}, {"inter_latency", p.inter_latency},
           {"oversubscription", p.oversubscription}, {"cores_per_node", p.cores_per_node},
           {"collective", p.hierarchical_collectives ? "hierarchical" : "ring"},
           {"p2p", p.p2p_rendezvous ? "rendezvous" : "eager"}};
+  for (const auto& [rank, factor] : p.rank_speed) j["rank_speed"][std::to_string(rank)] = factor;
+  return j;
 }
 
 Platform load_platform(const std::string& name_or_file, int nodes) {

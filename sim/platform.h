@@ -4,6 +4,7 @@
 // Presets: dgx-a100, dgx-h100, h200 (one GPU), cpu-local (this kind of 2-core
 // machine, to be calibrated), ideal (infinite bandwidth, no latency: closed forms).
 // Or a JSON file with the same fields, or a SimGrid platform XML file (docs/SIMULATOR.md).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,12 +43,25 @@ struct Platform {
   // order), links and routes replace the ones built from the fields above, which then
   // only summarize it (see simgrid_compat.h) for the planner's analytic pre-filter.
   std::string xml_file;
+  // What-if: ranks computing at a fraction of the others' speed (0.8: each op takes
+  // 1/0.8 as long), e.g. a throttled GPU; ranks not listed run at 1.
+  std::map<int, double> rank_speed;
 
   int gpus() const { return nodes * gpus_per_node; }
+  double speed_factor(int rank) const {
+    const auto it = rank_speed.find(rank);
+    return it == rank_speed.end() ? 1.0 : it->second;
+  }
   double gpu_flops() const { return peak_flops * efficiency; }  // per GPU, or per core when cores_per_node > 0
 };
 
 std::vector<std::string> platform_presets();
+
+// What-if stragglers from the command line: `ranks` "5:0.8,17:0.9" (rank:speed factor)
+// and `nodes` "3:0.5" (every rank of node 3), for a step of `world` ranks.  Throws
+// core::UserError naming the option and the bad part (a rank past the world, a factor
+// outside (0, 100]).
+void add_stragglers(Platform& p, const std::string& ranks, const std::string& nodes, int world);
 // A preset name or a JSON file; `nodes` > 0 overrides the node count.  Throws
 // core::UserError naming the preset list or the file, field and problem.
 Platform load_platform(const std::string& name_or_file, int nodes = 0);

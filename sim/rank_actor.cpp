@@ -61,7 +61,10 @@ class RankActor : public core::ScheduleHandler {
  public:
   RankActor(SimStep& w, int r)
       : w_(w), plan_(w.plan), r_(r), pp_(w.mesh.coord(r, "pp")), tp_(w.mesh.coord(r, "tp")),
-        dp_(w.mesh.coord(r, "dp")), v_(plan_.schedule.chunks), speed_(w.platform.gpu_flops()) {
+        dp_(w.mesh.coord(r, "dp")), v_(plan_.schedule.chunks),
+        // A straggler's host runs at full speed and its ops count 1/factor as many flops:
+        // each takes 1/factor as long, whatever the host model (shared cores included).
+        speed_(w.platform.gpu_flops() / w.platform.speed_factor(r)) {
     tp_group_ = {"tp" + std::to_string(pp_) + "." + std::to_string(dp_), {}, tp_, 0};
     for (int t = 0; t < plan_.tp; ++t) tp_group_.ranks.push_back(w.mesh.rank({dp_, t, pp_}));
     pp_group_ = {"pp" + std::to_string(dp_) + "." + std::to_string(tp_), {}, pp_, 0};

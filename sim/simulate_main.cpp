@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/trace_analysis.h"
 #include "sim/calibration.h"
+#include "sim/memory_estimate.h"
 #include "sim/plan_simulation.h"
 #include "sim/simulation.h"
 
@@ -42,6 +43,8 @@ const std::vector<OptionSpec> kOptions = {
     {"allreduce", "BYTES", "simulate one ring all-reduce of BYTES over --ranks GPUs and print its time"},
     {"ranks", "N", "with --allreduce: ranks in the ring [8]"},
     {"collective", "KIND", "ring or hierarchical (two-level) DP all-reduces across nodes [the platform's: ring]"},
+    {"straggler", "RANK:F[,...]", "what-if: these ranks compute at F times the others' speed (0.8: each op takes 1/0.8 as long)"},
+    {"slow-node", "NODE:F[,...]", "what-if: every rank of these nodes computes at F times the speed"},
 };
 
 double number(const Args& args, const std::string& name, double fallback) {
@@ -98,6 +101,9 @@ int simulate(int argc, char** argv) {
     what = plan.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
   }
 
+  sim::add_stragglers(platform, args.get("straggler", ""), args.get("slow-node", ""),
+                      plan.schedule.pp * plan.tp * plan.dp);
+  if (!args.get("trace", "").empty()) sim::check_simulation_fits(plan, true);
   const sim::SimResult r = sim::simulate_step(plan, platform);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (!args.get("trace", "").empty()) {

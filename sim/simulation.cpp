@@ -7,6 +7,7 @@
 #include "core/mesh.h"
 #include "core/trace_analysis.h"
 #include "sim/collectives.h"
+#include "sim/memory_estimate.h"
 #include "sim/rank_actor.h"
 #include "sim/simgrid_compat.h"
 
@@ -32,6 +33,7 @@ sg4::Engine make_engine() {
 }  // namespace
 
 SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
+  check_simulation_fits(plan, false);  // refused with a message, never killed silently
   const core::Schedule& s = plan.schedule;
   const core::Mesh mesh({plan.dp, plan.tp, s.pp}, {"dp", "tp", "pp"});
   const int world = mesh.world_size();

@@ -29,7 +29,8 @@ struct SimResult {
   core::Trace trace;                    // source "sim"
 };
 
-// Simulates one training step.  Only once per process: SimGrid has one engine.
+// Simulates one training step.  Only once per process: SimGrid has one engine.  Throws
+// core::UserError before starting when it would not fit in memory (sim/memory_estimate.h).
 SimResult simulate_step(const SimPlan& plan, const Platform& platform);
 
 // One ring all-reduce of `bytes` over `ranks` consecutive GPUs of the platform

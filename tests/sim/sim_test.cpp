@@ -473,3 +473,48 @@ TEST(Simulator, BadJsonPlatformsGetOneLineAndExitTwo) {
     EXPECT_NE(r.err.find(expected), std::string::npos) << text << "\n" << r.err;
   }
 }
+
+// A simulation's memory is estimated before it starts (its op count exactly: the
+// schedule's actions, a TP all-reduce record per compute op, the DP buckets), and one
+// that would not fit is refused with the estimate and the memory there is, exit 2.
+TEST(Simulator, ASimulationTooBigForTheMachineIsRefusedBeforeItStarts) {
+  const std::string dp8 = write_file("mem_dp8.yaml", "batch_size: 64\ngrad_acc_steps: 2\ndevice_type: cuda\nmesh_dim: [8, 1, 1]\n"
+                                                     "mesh_name: ['dp', 'tp', 'pp']\n");
+  const std::string mesh = write_file("mem_3d.yaml", "batch_size: 64\ngrad_acc_steps: 8\ndevice_type: cuda\nmesh_dim: [2, 2, 4]\n"
+                                                     "mesh_name: ['dp', 'tp', 'pp']\nschedule: interleaved\n");
+  for (const std::string& args : {std::string("--uniform 1,2 --pp 4 --microbatches 8 --platform ideal"),
+                                  "--config " + dp8 + " --model gpt2-355m --seq 1024 --platform dgx-a100",
+                                  "--config " + mesh + " --model gpt2-124m --seq 1024 --platform dgx-a100 --nodes 2"}) {
+    const auto j = simulate(args);
+    EXPECT_EQ(j.value("estimated_events", 0.0), j.value("events", -1.0)) << args;
+    EXPECT_GT(j.value("estimated_memory_bytes", 0.0), 30e6) << args;
+  }
+  const auto r = run_command("QN_SIM_MEMORY_BYTES=20000000 " + bin("quintnet-simulate") + " --config " + dp8 +
+                             " --model gpt2-355m --platform dgx-a100 --trace " + ::testing::TempDir() + "/never.json");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("the simulation needs about"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("0.02 GiB available"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// What-if stragglers against closed forms.  A synchronous data-parallel step of 1,024
+// GPUs on an ideal network is set by its slowest rank: one rank (or one node) at 0.8x
+// makes it 1/0.8 as long.  A 1F1B pipeline whose last stage runs at half speed keeps that
+// stage busy from its first forward to its last backward: (p-1)(tf+tb) + m(tf+tb)/f.
+TEST(Simulator, AStragglerSlowsTheStepAsTheClosedFormSays) {
+  const std::string sync = write_file("sync1024.yaml", "batch_size: 4096\ngrad_acc_steps: 4\ndevice_type: cuda\n"
+                                                       "mesh_dim: [1024, 1, 1]\nmesh_name: ['dp', 'tp', 'pp']\n");
+  const std::string base = "--config " + sync + " --model gpt2-124m --platform ideal";
+  const double normal = simulate(base).value("step_time_s", 0.0);
+  ASSERT_GT(normal, 0);
+  EXPECT_NEAR(simulate(base + " --straggler 517:0.8").value("step_time_s", 0.0), normal / 0.8, 1e-9 * normal);
+  EXPECT_NEAR(simulate(base + " --slow-node 0:0.8").value("step_time_s", 0.0), normal / 0.8, 1e-9 * normal);
+  const double tf = 1, tb = 2, p = 4, m = 8, f = 0.5;
+  const auto pipeline = simulate("--uniform 1,2 --pp 4 --microbatches 8 --platform ideal --straggler 3:0.5");
+  EXPECT_NEAR(pipeline.value("step_time_s", 0.0), (p - 1) * (tf + tb) + m * (tf + tb) / f, 1e-9);
+  for (const std::string bad : {"--straggler 4:0.5", "--straggler 2:0", "--straggler x", "--slow-node 1:0.5"}) {
+    const auto r = run_command(bin("quintnet-simulate") + " --uniform 1,2 --pp 4 --platform ideal " + bad);
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << bad << "\n" << r.err;
+  }
+}

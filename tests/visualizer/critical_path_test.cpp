@@ -3,22 +3,14 @@
 
 #include "visualizer/model/critical_path.h"
 #include "visualizer/model/teaching.h"
+#include "visualizer/test_ops.h"
 
 using namespace quintnet;
 using namespace quintnet::viz;
 
-namespace {
+using viz::testing::op;
 
-core::TraceEvent op(int rank, const std::string& kind, double ts, double dur, core::Lane lane = core::Lane::Compute) {
-  core::TraceEvent e;
-  e.name = kind;
-  e.kind = kind;
-  e.rank = rank;
-  e.lane = lane;
-  e.ts_us = ts;
-  e.dur_us = dur;
-  return e;
-}
+namespace {
 
 double share(const CriticalPath& p, const std::string& kind) {
   for (const auto& [k, us] : p.by_kind)
@@ -88,8 +80,8 @@ TEST(CriticalPath, SegmentsTileEveryTeachingScheduleFromStartToEnd) {
 TEST(CriticalPath, AReceiveThatWaitedLeadsToTheLateSenderAndItsIdleTime) {
   core::Trace t;
   t.ranks = {{0, 0, 0}, {0, 0, 1}};
-  t.events = {op(0, "forward", 0, 10), op(0, "send", 20, 2, core::Lane::P2P),  // sent 10 us late
-              op(1, "recv", 5, 20, core::Lane::P2P), op(1, "forward", 25, 10)};
+  t.events = {op(0, "forward", 0, 10), op(0, "send", 20, 2, 0, core::Lane::P2P),  // sent 10 us late
+              op(1, "recv", 5, 20, 0, core::Lane::P2P), op(1, "forward", 25, 10)};
   t.flows = {{1, 0, core::Lane::P2P, 20, 1, core::Lane::P2P, 25}};
   const Timeline tl(t);
   const CriticalPath p = critical_path(tl, 0);
@@ -108,8 +100,8 @@ TEST(CriticalPath, AReceiveThatWaitedLeadsToTheLateSenderAndItsIdleTime) {
 TEST(CriticalPath, ACollectiveWaitsForItsLastMember) {
   core::Trace t;
   t.ranks = {{0, 0, 0}, {0, 1, 0}};  // one tp group
-  t.events = {op(0, "forward", 0, 10), op(0, "allreduce", 10, 10, core::Lane::TpCollective),
-              op(1, "forward", 0, 15), op(1, "allreduce", 15, 5, core::Lane::TpCollective)};
+  t.events = {op(0, "forward", 0, 10), op(0, "allreduce", 10, 10, 0, core::Lane::TpCollective),
+              op(1, "forward", 0, 15), op(1, "allreduce", 15, 5, 0, core::Lane::TpCollective)};
   const Timeline tl(t);
   const CriticalPath p = critical_path(tl, 0);
   // Both end at 20; rank 0's all-reduce waited from 10 to 15 for rank 1's forward.
@@ -123,8 +115,8 @@ TEST(CriticalPath, ACollectiveWaitsForItsLastMember) {
 TEST(CriticalPath, TimeInsideALongerComputeOpIsChargedToIt) {
   core::Trace t;
   // A forward with two tensor-parallel all-reduces inside it (the executor's trace shape).
-  t.events = {op(0, "forward", 0, 30), op(0, "allreduce", 5, 5, core::Lane::TpCollective),
-              op(0, "allreduce", 20, 5, core::Lane::TpCollective), op(0, "backward", 30, 10)};
+  t.events = {op(0, "forward", 0, 30), op(0, "allreduce", 5, 5, 0, core::Lane::TpCollective),
+              op(0, "allreduce", 20, 5, 0, core::Lane::TpCollective), op(0, "backward", 30, 10)};
   const Timeline tl(t);
   const CriticalPath p = critical_path(tl, 0);
   EXPECT_DOUBLE_EQ(share(p, "idle"), 0);

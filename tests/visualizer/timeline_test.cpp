@@ -11,26 +11,12 @@
 #include "visualizer/model/range_stats.h"
 #include "visualizer/model/svg_writer.h"
 #include "visualizer/model/teaching.h"
+#include "visualizer/test_ops.h"
 
 using namespace quintnet;
 using namespace quintnet::viz;
 
-namespace {
-
-core::TraceEvent op(int rank, const std::string& kind, double ts, double dur, int mb = 0,
-                    core::Lane lane = core::Lane::Compute) {
-  core::TraceEvent e;
-  e.name = kind + std::to_string(mb);
-  e.kind = kind;
-  e.rank = rank;
-  e.lane = lane;
-  e.ts_us = ts;
-  e.dur_us = dur;
-  e.mb = mb;
-  return e;
-}
-
-}  // namespace
+using viz::testing::op;
 
 TEST(Timeline, RowsAreOrderedByPipelineStageThenTpThenDp) {
   core::Trace t;

@@ -1,0 +1,75 @@
+#include "sim/memory_estimate.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "sim/plan_simulation.h"
+
+namespace quintnet::sim {
+namespace {
+
+constexpr double kProcessBytes = 30e6, kPerRankBytes = 80e3, kPerEventBytes = 400, kPerTracedEventBytes = 2800;
+
+}  // namespace
+
+SimulationSize estimate_simulation(const SimPlan& plan, bool writes_trace) {
+  SimulationSize s;
+  const core::Schedule& sched = plan.schedule;
+  s.ranks = static_cast<long>(sched.pp) * plan.tp * plan.dp;
+  double per_replica_member = 0;  // events of one (tp, dp) member summed over the pipeline ranks
+  for (int r = 0; r < sched.pp; ++r) {
+    const auto& actions = sched.ranks[static_cast<size_t>(r)];
+    double events = 0;
+    for (const core::Action& a : actions) {
+      if (a.kind == core::ActionKind::GradSync && plan.dp <= 1) continue;  // nothing to sync: not recorded
+      events += 1 + (plan.tp > 1 && core::is_compute(a.kind) ? 1 : 0);
+    }
+    // The DP buckets of each chunk, as sim/rank_actor.cpp cuts them.
+    const double chunks = sched.chunks;
+    if (plan.dp > 1 && r < static_cast<int>(plan.dp_grad_bytes.size()))
+      events += chunks * std::max(1.0, std::ceil(plan.dp_grad_bytes[static_cast<size_t>(r)] / chunks / plan.bucket_bytes));
+    per_replica_member += events;
+  }
+  s.events = per_replica_member * plan.tp * plan.dp;
+  s.bytes = kProcessBytes + static_cast<double>(s.ranks) * kPerRankBytes +
+            s.events * (kPerEventBytes + (writes_trace ? kPerTracedEventBytes : 0));
+  return s;
+}
+
+double available_memory_bytes() {
+  if (const char* cap = std::getenv("QN_SIM_MEMORY_BYTES")) {
+    char* end = nullptr;
+    const double v = std::strtod(cap, &end);
+    if (end == cap || *end != '\0' || !(v > 0))
+      throw core::UserError(std::string("QN_SIM_MEMORY_BYTES='") + cap + "': expected a number of bytes > 0");
+    return v;
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    std::istringstream in(line);
+    std::string key;
+    double kb = 0;
+    if (in >> key >> kb && key == "MemAvailable:") return kb * 1024;
+  }
+  return 1e300;  // not Linux: no check
+}
+
+void check_simulation_fits(const SimPlan& plan, bool writes_trace) {
+  const SimulationSize s = estimate_simulation(plan, writes_trace);
+  const double available = available_memory_bytes();
+  if (s.bytes <= available) return;
+  char text[400];
+  std::snprintf(text, sizeof(text),
+                "the simulation needs about %s (%ld ranks, %.3g million ops%s) and this machine has %s available; "
+                "simulate fewer ranks%s",
+                gib_text(s.bytes).c_str(), s.ranks, s.events / 1e6, writes_trace ? ", the trace written" : "",
+                gib_text(available).c_str(), writes_trace ? " or leave out --trace" : "");
+  throw core::UserError(text);
+}
+
+}  // namespace quintnet::sim

@@ -1,0 +1,33 @@
+#pragma once
+// What a simulation will take of this machine's memory, checked before it starts: a
+// simulation that would not fit is refused with its estimate and the memory there is,
+// in one line, instead of being killed by the kernel with no message.
+//
+// The estimate, from peak RSS measured on this machine (docs/SIMULATOR.md, "Memory"):
+// 30 MB for the process, 80 KB per rank (its two actors and their bookkeeping), 400 B
+// per recorded op or collective, and 2.8 KB more per op when the trace is written
+// (the JSON document).  The op count is the schedule's actions per rank, one TP
+// all-reduce record per compute op when tp > 1, and the rank's DP buckets.
+#include <string>
+
+#include "sim/sim_plan.h"
+
+namespace quintnet::sim {
+
+struct SimulationSize {
+  long ranks = 0;
+  double events = 0;  // ops, messages and collectives the trace will hold
+  double bytes = 0;   // peak memory, estimated
+};
+
+SimulationSize estimate_simulation(const SimPlan& plan, bool writes_trace);
+
+// Memory this process can still take: $QN_SIM_MEMORY_BYTES when set (tests, or a
+// cap you choose), else MemAvailable from /proc/meminfo.
+double available_memory_bytes();
+
+// Throws core::UserError ("the simulation needs about 31.2 GiB (131,072 ranks, 17.0
+// million ops) and this machine has 22.8 GiB available; ...") when it would not fit.
+void check_simulation_fits(const SimPlan& plan, bool writes_trace);
+
+}  // namespace quintnet::sim
