@@ -47,7 +47,7 @@ void choose_collective(sim::Platform& platform, const std::optional<std::string>
 
 py::object simulate(const py::handle& plan_source, const std::string& platform_name, int nodes, const std::string& model,
                     int seq, std::optional<std::string> calibration_path, std::optional<std::string> collective,
-                    std::optional<std::string> trace_path) {
+                    std::optional<std::string> trace_path, bool exact) {
   const core::Plan plan = plan_from(plan_source);
   const nlohmann::ordered_json summary = in_child([&] {
     std::optional<sim::Calibration> calibration;
@@ -56,15 +56,9 @@ py::object simulate(const py::handle& plan_source, const std::string& platform_n
     choose_collective(platform, collective);
     const auto wall0 = std::chrono::steady_clock::now();
     const sim::SimPlan sim_plan = sim::checked_sim_plan(plan, platform, model, seq, calibration ? &*calibration : nullptr);
-    const sim::SimResult r = sim::simulate_step(sim_plan, platform);
+    const sim::SimResult r = sim::simulate_step(sim_plan, platform, exact);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-    if (trace_path) {
-      core::Trace t = r.trace;
-      t.platform = sim::platform_to_json(platform);
-      t.plan = plan.to_json();
-      t.summary = {{"step_time_us", r.step_time_s * 1e6}, {"bubble_fraction", r.bubble_fraction}};
-      core::write_trace(t, *trace_path);
-    }
+    if (trace_path) core::write_trace(sim::simulated_trace(r, platform, plan.to_json()), *trace_path);
     return sim::simulation_summary(sim_plan, platform, r, wall).dump();
   });
   return from_json(summary);
@@ -132,10 +126,11 @@ void bind_simulate(py::module_& m) {
   m.attr("HAVE_SIMULATOR") = true;
   m.def("simulate", &simulate, py::arg("plan"), py::arg("platform") = "dgx-a100", py::arg("nodes") = 0,
         py::arg("model") = "", py::arg("seq") = 0, py::arg("calibration") = py::none(),
-        py::arg("collective") = py::none(), py::arg("trace") = py::none(),
+        py::arg("collective") = py::none(), py::arg("trace") = py::none(), py::arg("exact") = false,
         "Simulate one training step of a plan with SimGrid; returns what `quintnet simulate --json` prints. "
         "platform: a preset (dgx-a100, dgx-h100, h200, cpu-local, ideal), a JSON description or a SimGrid .xml; "
-        "trace: also write the simulated step there.");
+        "trace: also write the simulated step there; exact: simulate every data-parallel replica even when "
+        "they are provably identical (as --exact).");
   m.def("simulate_uniform", &simulate_uniform, py::arg("schedule"), py::arg("pp"), py::arg("microbatches"),
         py::arg("forward"), py::arg("backward_input"), py::arg("backward_weight") = 0.0, py::arg("chunks") = py::none(),
         py::arg("p2p_bytes") = 0.0, py::arg("platform") = "ideal",

@@ -63,6 +63,13 @@ void ring_allreduce(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>
   ring_phase(g, tag, count * 2 * (n - 1), bytes / n, actors, latency, draws);
 }
 
+void mirrored_ring_allreduce(double bytes, int members, sg4::Host* member, sg4::Host* ring_peer, double latency) {
+  if (members <= 1) return;
+  const int steps = 2 * (members - 1);
+  sg4::Comm::sendto(member, ring_peer, static_cast<uint64_t>(steps * (bytes / members)));
+  if (steps > 1 && latency > 0) sg4::this_actor::sleep_for((steps - 1) * latency);
+}
+
 namespace {
 
 // The parts of a group that spans nodes with the same number of members on each:

@@ -52,6 +52,12 @@ class LatencyDraws {
 void ring_allreduce(RingGroup& g, double bytes, const std::vector<simgrid::s4u::ActorPtr>& actors, double latency,
                     int count = 1, LatencyDraws* draws = nullptr);
 
+// The reduced model's ring all-reduce over `members` identical members (sim/simulation.h):
+// the 2(n-1) steps' bytes sent from the member's host to its ring peer host — the same
+// links and bytes as its outgoing and incoming hops — plus the further hop latencies.
+void mirrored_ring_allreduce(double bytes, int members, simgrid::s4u::Host* member, simgrid::s4u::Host* ring_peer,
+                             double latency);
+
 // Latency of a ring hop: inside a node, or (when the group spans nodes) the slowest hop.
 double hop_latency(const RingGroup& g, const Platform& p);
 

@@ -12,11 +12,13 @@
 namespace quintnet::sim {
 namespace {
 
-constexpr double kProcessBytes = 30e6, kPerRankBytes = 80e3, kPerEventBytes = 400, kPerTracedEventBytes = 2800;
+constexpr double kProcessBytes = 30e6, kPerRankBytes = 60e3, kPerEventBytes = 400, kPerTracedEventBytes = 2800;
+// SimGrid's full zone keeps a route slot for every pair of hosts.
+constexpr double kPerHostPairBytes = 8;
 
 }  // namespace
 
-SimulationSize estimate_simulation(const SimPlan& plan, bool writes_trace) {
+SimulationSize estimate_simulation(const SimPlan& plan, bool writes_trace, bool reduced) {
   SimulationSize s;
   const core::Schedule& sched = plan.schedule;
   s.ranks = static_cast<long>(sched.pp) * plan.tp * plan.dp;
@@ -34,8 +36,11 @@ SimulationSize estimate_simulation(const SimPlan& plan, bool writes_trace) {
       events += chunks * std::max(1.0, std::ceil(plan.dp_grad_bytes[static_cast<size_t>(r)] / chunks / plan.bucket_bytes));
     per_replica_member += events;
   }
-  s.events = per_replica_member * plan.tp * plan.dp;
-  s.bytes = kProcessBytes + static_cast<double>(s.ranks) * kPerRankBytes +
+  const int replicas = reduced ? plan.dp : 1;
+  s.ranks /= replicas;
+  s.events = per_replica_member * plan.tp * plan.dp / replicas;
+  const double hosts = static_cast<double>(s.ranks) * (reduced ? 2 : 1);  // a reduced rank has its ring peer host
+  s.bytes = kProcessBytes + static_cast<double>(s.ranks) * kPerRankBytes + hosts * hosts * kPerHostPairBytes +
             s.events * (kPerEventBytes + (writes_trace ? kPerTracedEventBytes : 0));
   return s;
 }
@@ -59,13 +64,13 @@ double available_memory_bytes() {
   return 1e300;  // not Linux: no check
 }
 
-void check_simulation_fits(const SimPlan& plan, bool writes_trace) {
-  const SimulationSize s = estimate_simulation(plan, writes_trace);
+void check_simulation_fits(const SimPlan& plan, bool writes_trace, bool reduced) {
+  const SimulationSize s = estimate_simulation(plan, writes_trace, reduced);
   const double available = available_memory_bytes();
   if (s.bytes <= available) return;
   char text[400];
   std::snprintf(text, sizeof(text),
-                "the simulation needs about %s (%ld ranks, %.3g million ops%s) and this machine has %s available; "
+                "the simulation needs about %s (%ld ranks simulated, %.3g million ops%s) and this machine has %s available; "
                 "simulate fewer ranks%s",
                 gib_text(s.bytes).c_str(), s.ranks, s.events / 1e6, writes_trace ? ", the trace written" : "",
                 gib_text(available).c_str(), writes_trace ? " or leave out --trace" : "");

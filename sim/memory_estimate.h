@@ -4,8 +4,9 @@
 // in one line, instead of being killed by the kernel with no message.
 //
 // The estimate, from peak RSS measured on this machine (docs/SIMULATOR.md, "Memory"):
-// 30 MB for the process, 80 KB per rank (its two actors and their bookkeeping), 400 B
-// per recorded op or collective, and 2.8 KB more per op when the trace is written
+// 30 MB for the process, 60 KB per rank (its two actors and their bookkeeping), 8 B per
+// pair of hosts (SimGrid's full zone keeps a route slot for each: 2 GB at 16,384 ranks),
+// 400 B per recorded op or collective, and 2.8 KB more per op when the trace is written
 // (the JSON document).  The op count is the schedule's actions per rank, one TP
 // all-reduce record per compute op when tp > 1, and the rank's DP buckets.
 #include <string>
@@ -20,7 +21,8 @@ struct SimulationSize {
   double bytes = 0;   // peak memory, estimated
 };
 
-SimulationSize estimate_simulation(const SimPlan& plan, bool writes_trace);
+// `reduced`: one dp replica simulated (sim/simulation.h) — ranks and ops divided by dp.
+SimulationSize estimate_simulation(const SimPlan& plan, bool writes_trace, bool reduced = false);
 
 // Memory this process can still take: $QN_SIM_MEMORY_BYTES when set (tests, or a
 // cap you choose), else MemAvailable from /proc/meminfo.
@@ -28,6 +30,6 @@ double available_memory_bytes();
 
 // Throws core::UserError ("the simulation needs about 31.2 GiB (131,072 ranks, 17.0
 // million ops) and this machine has 22.8 GiB available; ...") when it would not fit.
-void check_simulation_fits(const SimPlan& plan, bool writes_trace);
+void check_simulation_fits(const SimPlan& plan, bool writes_trace, bool reduced = false);
 
 }  // namespace quintnet::sim

@@ -27,6 +27,15 @@ SimPlan checked_sim_plan(const core::Plan& plan, Platform& platform, const std::
   return sim_plan;
 }
 
+core::Trace simulated_trace(const SimResult& r, const Platform& platform, nlohmann::json plan_json) {
+  core::Trace t = r.trace;
+  t.platform = platform_to_json(platform);
+  t.plan = std::move(plan_json);
+  t.summary = {{"step_time_us", r.step_time_s * 1e6}, {"bubble_fraction", r.bubble_fraction}};
+  if (r.replicas > 1) t.summary["replicas"] = r.replicas;  // the trace holds replica 0 of these
+  return t;
+}
+
 nlohmann::ordered_json simulation_summary(const SimPlan& plan, const Platform& platform, const SimResult& r,
                                           double wall_s, double measured_s) {
   const int world = static_cast<int>(r.busy_s.size());
@@ -46,10 +55,10 @@ nlohmann::ordered_json simulation_summary(const SimPlan& plan, const Platform& p
   j["compute_fraction"] = world > 0 && step > 0 ? busy / (world * step) : 0.0;
   j["exposed_comm_fraction"] = world > 0 && step > 0 ? comm / (world * step) : 0.0;
   j["ranks"] = world;
-  j["events"] = r.trace.events.size();
-  const SimulationSize size = estimate_simulation(plan, false);  // what the memory check assumed
-  j["estimated_events"] = size.events;
-  j["estimated_memory_bytes"] = size.bytes;
+  j["events"] = static_cast<long long>(r.trace.events.size()) * r.replicas;  // of the whole step
+  j["estimated_events"] = estimate_simulation(plan, false).events;
+  j["replicas_simulated_once"] = r.replicas;  // 1: every rank simulated (sim/simulation.h)
+  j["estimated_memory_bytes"] = estimate_simulation(plan, false, r.replicas > 1).bytes;  // what the check assumed
   j["wall_s"] = wall_s;
   return j;
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/plan.h"
+#include "core/trace.h"
 #include "sim/calibration.h"
 #include "sim/platform.h"
 #include "sim/sim_plan.h"
@@ -22,6 +23,11 @@ SimPlan checked_sim_plan(const core::Plan& plan, Platform& platform, const std::
 // memory, time shares, ranks, events; measured_step_time_s first when measured_s > 0.
 nlohmann::ordered_json simulation_summary(const SimPlan& plan, const Platform& platform, const SimResult& result,
                                           double wall_s, double measured_s = 0);
+
+// The simulated step as the trace `--trace` writes: the result's events with the
+// platform, the plan (`plan_json`) and the summary in otherData; for a reduced
+// simulation, replica 0's ranks and summary.replicas.
+core::Trace simulated_trace(const SimResult& result, const Platform& platform, nlohmann::json plan_json);
 
 // "1.50 GiB".
 std::string gib_text(double bytes);

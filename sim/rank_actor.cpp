@@ -34,14 +34,17 @@ void dp_stream(SimStep& w, int r) {
   w.streams[r] = sg4::Actor::self();
   const int pp = w.mesh.coord(r, "pp"), tp = w.mesh.coord(r, "tp"), dp = w.mesh.coord(r, "dp");
   RingGroup group{"dps" + std::to_string(pp) + "." + std::to_string(tp), {}, dp, 0};
-  for (int d = 0; d < w.plan.dp; ++d) group.ranks.push_back(w.mesh.rank({d, tp, pp}));
+  for (int d = 0; d < w.plan.dp && !w.reduced; ++d) group.ranks.push_back(w.mesh.rank({d, tp, pp}));
   sg4::Mailbox* requests = sg4::Mailbox::by_name("dpq:" + std::to_string(r));
   requests->set_receiver(sg4::Actor::self());
   for (;;) {
     const double* bytes = requests->get<double>();
     if (*bytes < 0) break;  // the step is over
     const double t0 = sg4::Engine::get_clock();
-    dp_allreduce(group, *bytes, w.streams, w.platform, w.draws);
+    if (w.reduced)
+      mirrored_ring_allreduce(*bytes, w.plan.dp, w.hosts.ranks[r], w.hosts.ring_peers[r], w.dp_ring_latency);
+    else
+      dp_allreduce(group, *bytes, w.streams, w.platform, w.draws);
     w.recorder.add(r, core::Lane::DpCollective, "allreduce", "dp bucket", t0, sg4::Engine::get_clock(), -1, -1, *bytes);
     static char done;
     sg4::Mailbox::by_name("dpdone:" + std::to_string(r))->put_init(&done, 0)->detach();

@@ -42,6 +42,10 @@ struct SimStep {
   std::vector<simgrid::s4u::ActorPtr> ranks;    // the rank actors (receivers of eager mailboxes)
   std::vector<simgrid::s4u::ActorPtr> streams;  // the DP streams
   std::map<std::string, double> posted;         // message mailbox -> when its send was posted
+  // The reduced model (sim/simulation.h): one replica simulated, a DP ring hop as a
+  // transfer to itself taking this latency.
+  bool reduced = false;
+  double dp_ring_latency = 0;
 };
 
 void rank_actor(SimStep& step, int rank);

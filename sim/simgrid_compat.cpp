@@ -125,7 +125,7 @@ PlatformHosts build_from_xml(const Platform& p, int ranks, const std::vector<std
       throw core::UserError(p.xml_file + ": no route from " + hosts[a]->get_name() + " (rank " + std::to_string(a) +
                             ") to " + hosts[b]->get_name() + " (rank " + std::to_string(b) + "), which exchange messages");
   }
-  return {hosts, hosts};
+  return {hosts, hosts, {}};
 }
 
 }  // namespace
@@ -164,46 +164,64 @@ Platform inspect_xml_platform(const std::string& file) {
   return p;
 }
 
-PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs) {
+PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs,
+                             const ReducedLayout* reduced) {
   if (!p.xml_file.empty()) return build_from_xml(p, ranks, pairs);
   if (p.cores_per_node > 0) return build_shared_cores(p, ranks, pairs);
   auto* zone = sg4::create_full_zone("cluster");
+  // Where rank r sits: itself, or its place in the full step (reduced model).
+  auto place = [&](int r) { return reduced ? reduced->placement[static_cast<size_t>(r)] : r; };
   std::vector<sg4::Host*> hosts;
-  std::vector<sg4::Link*> gpu_links, nic_links;
+  std::vector<sg4::Link*> gpu_links;
   for (int r = 0; r < ranks; ++r) {
     hosts.push_back(zone->create_host("gpu" + std::to_string(r), p.gpu_flops()));
     gpu_links.push_back(zone->create_split_duplex_link("gpu" + std::to_string(r) + "-link", p.intra_bandwidth)
                             ->set_latency(p.intra_latency / 2)
                             ->seal());
   }
-  const int nodes = (ranks + p.gpus_per_node - 1) / p.gpus_per_node;
-  if (nodes > 1) {
-    for (int n = 0; n < nodes; ++n)
-      for (int k = 0; k < p.nics_per_node; ++k)
-        nic_links.push_back(
-            zone->create_split_duplex_link("node" + std::to_string(n) + "-nic" + std::to_string(k), p.nic_bandwidth)
-                ->set_latency(p.inter_latency / 2)
-                ->seal());
-  }
-  sg4::Link* core = nodes > 1 ? zone->create_link("core", nodes * p.nics_per_node * p.nic_bandwidth / p.oversubscription)
+  const int full_ranks = reduced ? reduced->full_ranks : ranks;
+  const int nodes = (full_ranks + p.gpus_per_node - 1) / p.gpus_per_node;
+  // The core carries every node's NICs (over the oversubscription); a reduced model's
+  // flows are one replica's share of it.
+  sg4::Link* core = nodes > 1 ? zone->create_link("core", nodes * p.nics_per_node * p.nic_bandwidth / p.oversubscription /
+                                                              (reduced ? reduced->replicas : 1))
                                     ->set_latency(0)
                                     ->seal()
                               : nullptr;
+  // GPU i of a node leaves through NIC i mod nics (DGX: one NIC per GPU); made when used.
+  std::map<int, sg4::Link*> nic_links;
+  auto nic_of = [&](int r) {
+    const int node = place(r) / p.gpus_per_node, nic = (place(r) % p.gpus_per_node) % p.nics_per_node;
+    sg4::Link*& link = nic_links[node * p.nics_per_node + nic];
+    if (!link)
+      link = zone->create_split_duplex_link("node" + std::to_string(node) + "-nic" + std::to_string(nic), p.nic_bandwidth)
+                 ->set_latency(p.inter_latency / 2)
+                 ->seal();
+    return link;
+  };
   using D = sg4::LinkInRoute::Direction;
-  for (const auto& [a, b] : pairs) {
+  auto route_between = [&](int a, int b, bool across) {
     std::vector<sg4::LinkInRoute> route = {sg4::LinkInRoute(gpu_links[a], D::UP)};
-    const int na = a / p.gpus_per_node, nb = b / p.gpus_per_node;
-    if (na != nb) {
-      // GPU i of a node leaves through NIC i mod nics (DGX: one NIC per GPU).
-      route.emplace_back(nic_links[na * p.nics_per_node + (a % p.gpus_per_node) % p.nics_per_node], D::UP);
+    if (across) {
+      route.emplace_back(nic_of(a), D::UP);
       route.emplace_back(core);
-      route.emplace_back(nic_links[nb * p.nics_per_node + (b % p.gpus_per_node) % p.nics_per_node], D::DOWN);
+      route.emplace_back(nic_of(b), D::DOWN);
     }
     route.emplace_back(gpu_links[b], D::DOWN);
-    zone->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr, route, false);
-  }
+    return route;
+  };
+  for (const auto& [a, b] : pairs)
+    zone->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr,
+                    route_between(a, b, place(a) / p.gpus_per_node != place(b) / p.gpus_per_node), false);
+  PlatformHosts out{hosts, hosts, {}};
+  if (reduced)
+    for (int r = 0; r < ranks; ++r) {
+      out.ring_peers.push_back(zone->create_host("gpu" + std::to_string(r) + "-ring-peer", p.gpu_flops()));
+      zone->add_route(hosts[r]->get_netpoint(), out.ring_peers.back()->get_netpoint(), nullptr, nullptr,
+                      route_between(r, r, reduced->ring_across_nodes), false);
+    }
   zone->seal();
-  return {hosts, hosts};
+  return out;
 }
 
 void execute_on(sg4::Host* host, double flops) {

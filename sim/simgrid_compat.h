@@ -27,8 +27,24 @@ namespace quintnet::sim {
 struct PlatformHosts {
   std::vector<simgrid::s4u::Host*> ranks;    // where each rank's actors live and its messages start
   std::vector<simgrid::s4u::Host*> compute;  // where each rank's ops execute
+  // Reduced model: each rank's stand-in for its DP ring neighbours (see ReducedLayout).
+  std::vector<simgrid::s4u::Host*> ring_peers;
 };
-PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs);
+// The reduced model's layout (sim/simulation.h): where each simulated rank sits in the
+// full step, and how the full step's shared core is divided.
+struct ReducedLayout {
+  std::vector<int> placement;  // full-step rank of each simulated rank: its node and NIC
+  int full_ranks = 0;          // the core is built for the full step's nodes ...
+  int replicas = 1;            // ... divided among this many identical replicas
+  // Each rank gets a ring peer host standing for its DP ring neighbours: a transfer to it
+  // leaves through the rank's GPU link (and, across nodes, its NIC and the core) and
+  // comes back in through the same, loading the rank's links as its outgoing and
+  // incoming ring hops do in the full step.
+  bool ring_across_nodes = false;
+};
+
+PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs,
+                             const ReducedLayout* reduced = nullptr);
 
 // Executes `flops` on `host` (the calling actor's own or its node's shared CPU) and waits.
 void execute_on(simgrid::s4u::Host* host, double flops);

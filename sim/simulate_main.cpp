@@ -43,6 +43,7 @@ const std::vector<OptionSpec> kOptions = {
     {"allreduce", "BYTES", "simulate one ring all-reduce of BYTES over --ranks GPUs and print its time"},
     {"ranks", "N", "with --allreduce: ranks in the ring [8]"},
     {"collective", "KIND", "ring or hierarchical (two-level) DP all-reduces across nodes [the platform's: ring]"},
+    {"exact", "", "simulate every data-parallel replica, even when they are provably identical (the reference)"},
     {"straggler", "RANK:F[,...]", "what-if: these ranks compute at F times the others' speed (0.8: each op takes 1/0.8 as long)"},
     {"slow-node", "NODE:F[,...]", "what-if: every rank of these nodes computes at F times the speed"},
 };
@@ -103,16 +104,12 @@ int simulate(int argc, char** argv) {
 
   sim::add_stragglers(platform, args.get("straggler", ""), args.get("slow-node", ""),
                       plan.schedule.pp * plan.tp * plan.dp);
-  if (!args.get("trace", "").empty()) sim::check_simulation_fits(plan, true);
-  const sim::SimResult r = sim::simulate_step(plan, platform);
+  const bool exact = args.flag("exact");
+  if (!args.get("trace", "").empty())
+    sim::check_simulation_fits(plan, true, !exact && sim::why_not_reducible(plan, platform).empty());
+  const sim::SimResult r = sim::simulate_step(plan, platform, exact);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  if (!args.get("trace", "").empty()) {
-    core::Trace t = r.trace;
-    t.platform = sim::platform_to_json(platform);
-    t.plan = plan_json;
-    t.summary = {{"step_time_us", r.step_time_s * 1e6}, {"bubble_fraction", r.bubble_fraction}};
-    core::write_trace(t, args.get("trace", ""));
-  }
+  if (!args.get("trace", "").empty()) core::write_trace(sim::simulated_trace(r, platform, plan_json), args.get("trace", ""));
   double measured = 0;
   if (auto path = args.value("measured")) measured = core::median_step_time_us(core::read_trace(*path)) * 1e-6;
   const nlohmann::ordered_json summary = sim::simulation_summary(plan, platform, r, wall, measured);
@@ -139,7 +136,10 @@ int simulate(int argc, char** argv) {
     std::printf("  peak memory      %s per rank\n", sim::gib_text(peak_memory).c_str());
   std::printf("  time per rank    compute %.1f%%, exposed communication %.1f%%, idle %.1f%%\n", 100 * compute,
               100 * comm, 100 * (1 - compute - comm));
-  std::printf("  (%zu events simulated in %.2f s wall)\n", r.trace.events.size(), wall);
+  std::printf("  (%zu events simulated in %.2f s wall", r.trace.events.size(), wall);
+  if (r.replicas > 1)
+    std::printf("; one of %d identical data-parallel replicas simulated, --exact simulates all", r.replicas);
+  std::printf(")\n");
   return 0;
 }
 

@@ -32,11 +32,49 @@ sg4::Engine make_engine() {
 
 }  // namespace
 
-SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
-  check_simulation_fits(plan, false);  // refused with a message, never killed silently
+namespace {
+
+// A DP ring hop of the full step: its members (same tp and pp coordinates, rank =
+// tp + TP (dp + DP pp)) are TP ranks apart inside one stage's block of TP x DP ranks.
+enum class RingHops { Inside, Across, Mixed };
+RingHops ring_hops(const SimPlan& plan, const Platform& p) {
+  const int gpn = p.gpus_per_node, block = plan.tp * plan.dp;
+  if (plan.tp * plan.dp * plan.schedule.pp <= gpn || gpn % block == 0) return RingHops::Inside;
+  if (plan.tp % gpn == 0) return RingHops::Across;
+  return RingHops::Mixed;
+}
+
+}  // namespace
+
+std::string why_not_reducible(const SimPlan& plan, const Platform& p) {
+  const int world = plan.tp * plan.schedule.pp * plan.dp;
+  if (plan.dp <= 1) return "dp is 1";
+  if (!p.xml_file.empty()) return "a SimGrid XML platform";
+  if (p.cores_per_node > 0) return "ranks share CPU cores";
+  if (!p.measured_latencies.empty()) return "message latencies are drawn";
+  if (!p.rank_speed.empty()) return "stragglers";
+  if (p.hierarchical_collectives) return "hierarchical all-reduces";
+  if (world > p.gpus_per_node && p.nics_per_node < p.gpus_per_node) return "replicas share NICs";
+  if (ring_hops(plan, p) == RingHops::Mixed) return "some DP ring hops cross nodes and others do not";
+  return "";
+}
+
+SimResult simulate_step(const SimPlan& plan, const Platform& platform, bool exact) {
+  const bool reduced = !exact && why_not_reducible(plan, platform).empty();
+  check_simulation_fits(plan, false, reduced);  // refused with a message, never killed silently
   const core::Schedule& s = plan.schedule;
-  const core::Mesh mesh({plan.dp, plan.tp, s.pp}, {"dp", "tp", "pp"});
+  const int replicas = reduced ? plan.dp : 1;
+  const core::Mesh mesh({plan.dp / replicas, plan.tp, s.pp}, {"dp", "tp", "pp"});
   const int world = mesh.world_size();
+  // A DP ring hop in the full step: inside the node when every rank is on one.
+  ReducedLayout layout;
+  if (reduced) {  // replica 0's ranks where they sit in the full step
+    const core::Mesh full({plan.dp, plan.tp, s.pp}, {"dp", "tp", "pp"});
+    for (int r = 0; r < world; ++r) layout.placement.push_back(full.rank({0, mesh.coord(r, "tp"), mesh.coord(r, "pp")}));
+    layout.full_ranks = full.world_size();
+    layout.replicas = replicas;
+    layout.ring_across_nodes = ring_hops(plan, platform) == RingHops::Across;
+  }
 
   // The (src, dst) pairs that exchange messages: stage neighbours and ring neighbours.
   std::set<std::pair<int, int>> pairs;
@@ -44,7 +82,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
     const int pp = mesh.coord(r, "pp"), tp = mesh.coord(r, "tp"), dp = mesh.coord(r, "dp");
     auto rank_at = [&](int d, int t, int p) { return mesh.rank({d, t, p}); };
     if (plan.tp > 1) pairs.insert({r, rank_at(dp, (tp + 1) % plan.tp, pp)});
-    if (plan.dp > 1) {
+    if (!reduced && plan.dp > 1) {
       RingGroup group{"dp", {}, dp, 0};
       for (int d = 0; d < plan.dp; ++d) group.ranks.push_back(rank_at(d, tp, pp));
       add_dp_routes(group, platform, pairs);
@@ -55,7 +93,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
     }
   }
   sg4::Engine engine = make_engine();
-  const PlatformHosts hosts = build_platform(platform, world, {pairs.begin(), pairs.end()});
+  const PlatformHosts hosts = build_platform(platform, world, {pairs.begin(), pairs.end()}, reduced ? &layout : nullptr);
   std::unique_ptr<LatencyDraws> draws;
   if (!platform.measured_latencies.empty()) draws = std::make_unique<LatencyDraws>(platform.measured_latencies);
 
@@ -64,6 +102,8 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
   result.exposed_comm_s.assign(world, 0);
   SimStep step{plan, platform, mesh, hosts, draws.get(), result, {}, std::vector<sg4::ActorPtr>(world),
                std::vector<sg4::ActorPtr>(world), {}};
+  step.reduced = reduced;
+  step.dp_ring_latency = layout.ring_across_nodes ? platform.intra_latency + platform.inter_latency : platform.intra_latency;
   if (plan.dp > 1)
     for (int r = 0; r < world; ++r)
       start_actor("dp-stream" + std::to_string(r), hosts.ranks[r], [&step, r] { dp_stream(step, r); });
@@ -78,6 +118,14 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform) {
   for (const auto& e : t.events) result.step_time_s = std::max(result.step_time_s, e.end_us() / 1e6);
   result.bubble_fraction = core::measured_bubble_fraction(t);
   result.trace = std::move(t);
+  if (reduced) {  // every replica's ranks did what replica 0's did
+    result.replicas = replicas;
+    for (int d = 1; d < replicas; ++d)
+      for (int r = 0; r < world; ++r) {
+        result.busy_s.push_back(result.busy_s[r]);
+        result.exposed_comm_s.push_back(result.exposed_comm_s[r]);
+      }
+  }
   return result;
 }
 

@@ -22,6 +22,10 @@
 namespace quintnet::sim {
 
 struct SimResult {
+  // Data-parallel replicas the simulated ranks stand for: 1 for a full simulation, dp
+  // when the reduced model simulated one replica (busy_s and exposed_comm_s are then
+  // copied to every replica's ranks; the trace holds replica 0's).
+  int replicas = 1;
   double step_time_s = 0;
   double bubble_fraction = 0;           // core::measured_bubble_fraction of the trace
   std::vector<double> busy_s;           // compute time per rank
@@ -29,9 +33,23 @@ struct SimResult {
   core::Trace trace;                    // source "sim"
 };
 
-// Simulates one training step.  Only once per process: SimGrid has one engine.  Throws
-// core::UserError before starting when it would not fit in memory (sim/memory_estimate.h).
-SimResult simulate_step(const SimPlan& plan, const Platform& platform);
+// The reduced model.  The dp replicas of a plan run identical ops at identical times
+// when nothing tells them apart: no stragglers, no drawn latencies, no shared CPU cores,
+// no SimGrid XML platform, ring DP all-reduces, and a layout where every replica's ring
+// hops look alike — all ranks on one node, or each replica on whole nodes (tp × pp a
+// multiple of the GPUs per node).  Then one replica is simulated; each DP ring step of
+// a member becomes one transfer to itself over its own links — out through its GPU
+// link and NIC, through the core, back in through its NIC and GPU link — which loads
+// each of those links exactly as the member's outgoing and incoming hops do in the full
+// step, and the core (shared by all nodes) is built for one replica's nodes, so each
+// flow gets the share it gets among all replicas' flows.  Returns "" when the plan
+// reduces, else why not.
+std::string why_not_reducible(const SimPlan& plan, const Platform& platform);
+
+// Simulates one training step — reduced when it can be (see above) unless `exact`.
+// Only once per process: SimGrid has one engine.  Throws core::UserError before
+// starting when it would not fit in memory (sim/memory_estimate.h).
+SimResult simulate_step(const SimPlan& plan, const Platform& platform, bool exact = false);
 
 // One ring all-reduce of `bytes` over `ranks` consecutive GPUs of the platform
 // (the collective alone, for checking the formula).  Also once per process.

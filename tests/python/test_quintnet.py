@@ -98,6 +98,15 @@ class Simulation(unittest.TestCase):
             code, out, err = cli("simulate", "--config", plan, "--platform", platform, "--json")
             self.assertEqual(code, 0, err)
             self.assert_same_summary(quintnet.simulate(plan, platform=platform), json.loads(out))
+        # Every replica simulated (--exact / exact=True), and the default's reduced model agrees.
+        code, out, err = cli("simulate", "--config", VIT_3D, "--platform", "dgx-a100", "--json", "--exact")
+        self.assertEqual(code, 0, err)
+        exact = quintnet.simulate(VIT_3D, platform="dgx-a100", exact=True)
+        self.assert_same_summary(exact, json.loads(out))
+        self.assertEqual(exact["replicas_simulated_once"], 1)
+        reduced = quintnet.simulate(VIT_3D, platform="dgx-a100")
+        self.assertEqual(reduced["replicas_simulated_once"], 2)
+        self.assertAlmostEqual(reduced["step_time_s"], exact["step_time_s"], delta=1e-3 * exact["step_time_s"])
 
     def test_simulate_takes_a_loaded_plan_and_writes_its_trace(self):
         with tempfile.TemporaryDirectory() as folder:
