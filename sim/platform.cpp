@@ -1,7 +1,6 @@
 #include "sim/platform.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +18,15 @@ Platform preset(const std::string& name) {
     p.peak_flops = 312e12, p.memory_bytes = 80e9, p.intra_bandwidth = 300e9, p.nic_bandwidth = 25e9;
   } else if (name == "dgx-h100") {  // 8 x H100 SXM 80 GB, NVLink 900 GB/s total, 8 x 400 Gb/s InfiniBand
     p.peak_flops = 989e12, p.memory_bytes = 80e9, p.intra_bandwidth = 450e9, p.nic_bandwidth = 50e9;
+  } else if (name == "dgx-a100-superpod") {  // DGX SuperPOD (A100): scalable units of 20 DGX A100, rails of HDR InfiniBand, non-blocking
+    p = preset("dgx-a100");
+    p.name = name, p.topology = Topology::Rail, p.nodes_per_leaf = 20;
+  } else if (name == "dgx-h100-superpod") {  // DGX SuperPOD (H100): scalable units of 32 DGX H100, rails of NDR InfiniBand, non-blocking
+    p = preset("dgx-h100");
+    p.name = name, p.topology = Topology::Rail, p.nodes_per_leaf = 32;
+  } else if (name == "a100x4-fat-tree") {  // nodes of 4 x A100 SXM (NVLink: 100 GB/s to each peer), 4 x HDR, 16 nodes per leaf, 2:1
+    p.gpus_per_node = 4, p.nics_per_node = 4, p.intra_bandwidth = 100e9;
+    p.topology = Topology::FatTree, p.nodes_per_leaf = 16, p.leaf_oversubscription = 2;
   } else if (name == "h200") {  // one H200 141 GB
     p.gpus_per_node = 1, p.nics_per_node = 1;
     p.peak_flops = 989e12, p.memory_bytes = 141e9, p.intra_bandwidth = 450e9, p.nic_bandwidth = 50e9;
@@ -39,7 +47,17 @@ Platform preset(const std::string& name) {
 
 }  // namespace
 
-std::vector<std::string> platform_presets() { return {"dgx-a100", "dgx-h100", "h200", "cpu-local", "ideal"}; }
+std::vector<std::string> platform_presets() {
+  return {"dgx-a100", "dgx-h100", "dgx-a100-superpod", "dgx-h100-superpod", "a100x4-fat-tree", "h200", "cpu-local", "ideal"};
+}
+
+std::string topology_name(Topology t) {
+  switch (t) {
+    case Topology::FatTree: return "fat-tree";
+    case Topology::Rail: return "rail";
+    default: return "switch";
+  }
+}
 
 Platform platform_from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object())
@@ -62,7 +80,8 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
     into = j.at(key).get<double>();
   };
   // Counts become ints: a billion of anything is past any cluster.
-  double nodes = p.nodes, gpus = p.gpus_per_node, nics = p.nics_per_node, cores = p.cores_per_node;
+  double nodes = p.nodes, gpus = p.gpus_per_node, nics = p.nics_per_node, cores = p.cores_per_node,
+         per_leaf = p.nodes_per_leaf;
   number("nodes", nodes, 1, 1e9);
   number("gpus_per_node", gpus, 1, 1e9);
   number("nics_per_node", nics, 1, 1e9);
@@ -75,6 +94,14 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
   number("nic_bandwidth", p.nic_bandwidth, 1);
   number("inter_latency", p.inter_latency, 0);
   number("oversubscription", p.oversubscription, 1);
+  number("nodes_per_leaf", per_leaf, 1, 1e9);
+  number("leaf_oversubscription", p.leaf_oversubscription, 1);
+  if (j.contains("topology")) {
+    const auto& t = j.at("topology");
+    if (!t.is_string() || (t != "switch" && t != "fat-tree" && t != "rail"))
+      throw core::UserError(origin + ": 'topology' must be \"switch\", \"fat-tree\" or \"rail\", got " + t.dump());
+    p.topology = t == "fat-tree" ? Topology::FatTree : t == "rail" ? Topology::Rail : Topology::Switch;
+  }
   if (p.efficiency > 1) throw core::UserError(origin + ": 'efficiency' is a fraction of peak, at most 1");
   if (j.contains("collective")) {
     const auto& c = j.at("collective");
@@ -92,48 +119,18 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
   p.gpus_per_node = static_cast<int>(gpus);
   p.nics_per_node = static_cast<int>(nics);
   p.cores_per_node = static_cast<int>(cores);
+  p.nodes_per_leaf = static_cast<int>(per_leaf);
+  if (p.topology != Topology::Switch && p.cores_per_node > 0)
+    throw core::UserError(origin + ": 'topology' " + topology_name(p.topology) +
+                          " is a GPU cluster's network; ranks sharing CPU cores ('cores_per_node') talk over loopback");
   static const std::vector<std::string> known = {"preset", "name", "nodes", "gpus_per_node", "nics_per_node",
                                                  "peak_flops", "efficiency", "memory_bytes", "intra_bandwidth",
-                                                 "intra_latency", "nic_bandwidth", "inter_latency", "oversubscription", "cores_per_node", "collective", "p2p"};
+                                                 "intra_latency", "nic_bandwidth", "inter_latency", "oversubscription", "cores_per_node", "collective", "p2p",
+                                                 "topology", "nodes_per_leaf", "leaf_oversubscription"};
   for (const auto& [key, value] : j.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
       throw core::UserError(origin + ": unknown field '" + key + "'");
   return p;
-}
-
-namespace {
-
-// "5:0.8,17:0.9" -> {5: 0.8, 17: 0.9}; `limit`: indices must be below it.
-std::map<int, double> speed_factors(const std::string& spec, const std::string& option, int limit, const char* what) {
-  std::map<int, double> out;
-  std::stringstream in(spec);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    const auto colon = part.find(':');
-    char* end = nullptr;
-    const long index = colon == std::string::npos ? -1 : std::strtol(part.c_str(), &end, 10);
-    const bool index_ok = colon != std::string::npos && end == part.c_str() + colon && index >= 0;
-    const double factor = index_ok ? std::strtod(part.c_str() + colon + 1, &end) : 0;
-    if (!index_ok || *end != '\0' || !(factor > 0 && factor <= 100))
-      throw core::UserError("--" + option + " '" + part + "': expected " + what + ":FACTOR with FACTOR in (0, 100], e.g. 5:0.8");
-    if (index >= limit)
-      throw core::UserError("--" + option + " '" + part + "': " + what + " " + std::to_string(index) + " is not in this step (" +
-                            std::to_string(limit) + " " + what + "s)");
-    out[static_cast<int>(index)] = factor;
-  }
-  return out;
-}
-
-}  // namespace
-
-void add_stragglers(Platform& p, const std::string& ranks, const std::string& nodes, int world) {
-  if (!nodes.empty()) {
-    const int used_nodes = (world + p.gpus_per_node - 1) / p.gpus_per_node;
-    for (const auto& [node, factor] : speed_factors(nodes, "slow-node", used_nodes, "node"))
-      for (int r = node * p.gpus_per_node; r < std::min(world, (node + 1) * p.gpus_per_node); ++r) p.rank_speed[r] = factor;
-  }
-  if (!ranks.empty())
-    for (const auto& [rank, factor] : speed_factors(ranks, "straggler", world, "rank")) p.rank_speed[rank] = factor;
 }
 
 nlohmann::json platform_to_json(const Platform& p) {
@@ -142,9 +139,14 @@ nlohmann::json platform_to_json(const Platform& p) {
           {"intra_bandwidth", p.intra_bandwidth}, {"intra_latency", p.intra_latency},
           {"nic_bandwidth", p.nic_bandwidth}, {"inter_latency", p.inter_latency},
           {"oversubscription", p.oversubscription}, {"cores_per_node", p.cores_per_node},
+          {"topology", topology_name(p.topology)}, {"nodes_per_leaf", p.nodes_per_leaf},
+          {"leaf_oversubscription", p.leaf_oversubscription},
           {"collective", p.hierarchical_collectives ? "hierarchical" : "ring"},
           {"p2p", p.p2p_rendezvous ? "rendezvous" : "eager"}};
   for (const auto& [rank, factor] : p.rank_speed) j["rank_speed"][std::to_string(rank)] = factor;
+  for (const auto& [key, factor] : p.nic_factor)
+    j["nic_factor"][std::to_string(key / p.nics_per_node) + "/" + std::to_string(key % p.nics_per_node)] = factor;
+  if (p.jitter.active()) j["jitter"] = {{"kind", p.jitter.kind}, {"cv", p.jitter.cv}, {"seed", p.jitter.seed}};
   return j;
 }
 

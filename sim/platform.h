@@ -2,8 +2,11 @@
 // A cluster described for the simulator: nodes of GPUs (peak FLOP/s, achievable
 // efficiency, memory), the links inside a node and the network between nodes.
 // Presets: dgx-a100, dgx-h100, h200 (one GPU), cpu-local (this kind of 2-core
-// machine, to be calibrated), ideal (infinite bandwidth, no latency: closed forms).
+// machine, to be calibrated), ideal (infinite bandwidth, no latency: closed forms), and
+// networks of switches: dgx-a100-superpod, dgx-h100-superpod (rail-optimized),
+// a100x4-fat-tree (nodes of 4 GPUs under 2:1 oversubscribed leaf switches).
 // Or a JSON file with the same fields, or a SimGrid platform XML file (docs/SIMULATOR.md).
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,6 +14,27 @@
 #include <nlohmann/json.hpp>
 
 namespace quintnet::sim {
+
+// How the nodes' NICs reach each other (see build_platform in sim/simgrid_compat.h):
+//   Switch   every NIC on one switch, the `core` link (bandwidth of all NICs over the
+//            oversubscription) shared by every message between nodes;
+//   FatTree  leaf switches of nodes_per_leaf nodes (all their NICs), each with uplinks of
+//            its NICs' bandwidth over leaf_oversubscription to a spine of all uplinks'
+//            bandwidth over oversubscription; messages inside a leaf stay in it;
+//   Rail     rail-optimized: NIC i of each of a group's nodes_per_leaf nodes on rail
+//            switch i of that group, uplinks and spine as for the fat-tree; a message
+//            between NICs of one rail switch stays in it, any other crosses the spine.
+enum class Topology { Switch, FatTree, Rail };
+
+// What-if: per-op compute time jitter, each op's time times a factor of mean 1 drawn
+// from `kind`'s distribution with coefficient of variation `cv` (normal: truncated at
+// 0.01; lognormal), reproducibly from `seed` and the rank.
+struct Jitter {
+  std::string kind;  // "" (none), "normal", "lognormal"
+  double cv = 0;
+  uint64_t seed = 1;
+  bool active() const { return !kind.empty() && cv > 0; }
+};
 
 struct Platform {
   std::string name;
@@ -24,7 +48,10 @@ struct Platform {
   int nics_per_node = 8;
   double nic_bandwidth = 25e9;  // bytes/s per NIC, each direction
   double inter_latency = 5e-6;  // seconds, node to node
-  double oversubscription = 1.0;  // fat-tree: bisection = nodes x NICs x bandwidth / this
+  Topology topology = Topology::Switch;
+  double oversubscription = 1.0;       // the top tier: its bandwidth = what enters it / this
+  int nodes_per_leaf = 32;             // FatTree, Rail: nodes under one leaf / in one rail group
+  double leaf_oversubscription = 1.0;  // FatTree, Rail: a leaf switch's NICs over its uplinks
   // > 0: the node's ranks are processes sharing this many CPU cores, e.g. 8 ranks on
   // a 2-core machine: n ops running at once each get min(1, cores / n) of a core
   // (see simgrid_compat.h).
@@ -46,22 +73,26 @@ struct Platform {
   // What-if: ranks computing at a fraction of the others' speed (0.8: each op takes
   // 1/0.8 as long), e.g. a throttled GPU; ranks not listed run at 1.
   std::map<int, double> rank_speed;
+  // What-if: NICs at a fraction of their bandwidth (key node x nics_per_node + nic), 0 for
+  // a failed one: its GPUs' messages leave through the node's next working NIC.
+  std::map<int, double> nic_factor;
+  Jitter jitter;
 
   int gpus() const { return nodes * gpus_per_node; }
   double speed_factor(int rank) const {
     const auto it = rank_speed.find(rank);
     return it == rank_speed.end() ? 1.0 : it->second;
   }
+  double nic_speed(int node, int nic) const {
+    const auto it = nic_factor.find(node * nics_per_node + nic);
+    return it == nic_factor.end() ? 1.0 : it->second;
+  }
   double gpu_flops() const { return peak_flops * efficiency; }  // per GPU, or per core when cores_per_node > 0
 };
 
 std::vector<std::string> platform_presets();
 
-// What-if stragglers from the command line: `ranks` "5:0.8,17:0.9" (rank:speed factor)
-// and `nodes` "3:0.5" (every rank of node 3), for a step of `world` ranks.  Throws
-// core::UserError naming the option and the bad part (a rank past the world, a factor
-// outside (0, 100]).
-void add_stragglers(Platform& p, const std::string& ranks, const std::string& nodes, int world);
+std::string topology_name(Topology t);
 // A preset name or a JSON file; `nodes` > 0 overrides the node count.  Throws
 // core::UserError naming the preset list or the file, field and problem.
 Platform load_platform(const std::string& name_or_file, int nodes = 0);

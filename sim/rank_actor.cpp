@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/schedule_interpreter.h"
+#include "sim/what_if.h"
 
 namespace sg4 = simgrid::s4u;
 
@@ -67,7 +68,7 @@ class RankActor : public core::ScheduleHandler {
         dp_(w.mesh.coord(r, "dp")), v_(plan_.schedule.chunks),
         // A straggler's host runs at full speed and its ops count 1/factor as many flops:
         // each takes 1/factor as long, whatever the host model (shared cores included).
-        speed_(w.platform.gpu_flops() / w.platform.speed_factor(r)) {
+        speed_(w.platform.gpu_flops() / w.platform.speed_factor(r)), jitter_(w.platform.jitter, r) {
     tp_group_ = {"tp" + std::to_string(pp_) + "." + std::to_string(dp_), {}, tp_, 0};
     for (int t = 0; t < plan_.tp; ++t) tp_group_.ranks.push_back(w.mesh.rank({dp_, t, pp_}));
     pp_group_ = {"pp" + std::to_string(dp_) + "." + std::to_string(tp_), {}, pp_, 0};
@@ -152,7 +153,7 @@ class RankActor : public core::ScheduleHandler {
       ring_allreduce(tp_group_, 8, w_.ranks, hop_latency(tp_group_, p), 1, w_.draws);
       ring_allreduce(pp_group_, 8, w_.ranks, hop_latency(pp_group_, p), 1, w_.draws);
     }
-    if (plan_.optimizer_s > 0) execute_on(w_.hosts.compute[r_], plan_.optimizer_s * speed_);
+    if (plan_.optimizer_s > 0) execute_on(w_.hosts.compute[r_], plan_.optimizer_s * jitter_.factor() * speed_);
     w_.recorder.add(r_, st.lane, st.kind, st.name, t0, sg4::Engine::get_clock());
   }
 
@@ -161,6 +162,7 @@ class RankActor : public core::ScheduleHandler {
   // completes the chunk's gradients hands its DP buckets to the stream during its last
   // piece, as the executor's bucket hooks fire.
   void compute(double seconds, const core::Step& st, bool releases_gradients = false) {
+    seconds *= jitter_.factor();
     const double t0 = sg4::Engine::get_clock();
     const int pieces = interleave_tp_ ? plan_.tp_allreduces_per_op : 1;
     const int parts = releases_gradients ? buckets_ : 1;
@@ -206,6 +208,7 @@ class RankActor : public core::ScheduleHandler {
   const int r_, pp_, tp_, dp_;
   const double v_;      // chunks per rank: an op of a chunk is 1/v of the rank's share
   const double speed_;  // flop/s of a full GPU or core
+  OpJitter jitter_;     // what-if: each op's time times a drawn factor
   RingGroup tp_group_, pp_group_;
   int buckets_ = 0;  // DP gradient buckets per chunk
   sg4::Mailbox* to_stream_ = nullptr;

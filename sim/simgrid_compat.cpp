@@ -180,23 +180,54 @@ PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std
                             ->seal());
   }
   const int full_ranks = reduced ? reduced->full_ranks : ranks;
-  const int nodes = (full_ranks + p.gpus_per_node - 1) / p.gpus_per_node;
-  // The core carries every node's NICs (over the oversubscription); a reduced model's
-  // flows are one replica's share of it.
-  sg4::Link* core = nodes > 1 ? zone->create_link("core", nodes * p.nics_per_node * p.nic_bandwidth / p.oversubscription /
-                                                              (reduced ? reduced->replicas : 1))
-                                    ->set_latency(0)
-                                    ->seal()
-                              : nullptr;
-  // GPU i of a node leaves through NIC i mod nics (DGX: one NIC per GPU); made when used.
+  const int nodes = (full_ranks + p.gpus_per_node - 1) / p.gpus_per_node, nics = p.nics_per_node;
+  // One switch: the core carries every node's NICs (over the oversubscription); a
+  // reduced model's flows are one replica's share of it.  Leaf or rail switches: the
+  // spine carries their uplinks (over the oversubscription).
+  const double nic_total = static_cast<double>(nodes) * nics * p.nic_bandwidth;
+  const bool tiers = p.topology != Topology::Switch;
+  sg4::Link* core = nullptr;
+  if (nodes > 1)
+    core = zone->create_link(tiers ? "spine" : "core", tiers ? nic_total / p.leaf_oversubscription / p.oversubscription
+                                                             : nic_total / p.oversubscription / (reduced ? reduced->replicas : 1))
+               ->set_latency(0)
+               ->seal();
+  // GPU i of a node leaves through NIC i mod nics (DGX: one NIC per GPU) or, when that
+  // one failed, the node's next working NIC; links made when used.
+  auto nic_index = [&](int r) {
+    const int node = place(r) / p.gpus_per_node, first = (place(r) % p.gpus_per_node) % nics;
+    for (int k = 0; k < nics; ++k)
+      if (p.nic_speed(node, (first + k) % nics) > 0) return (first + k) % nics;
+    throw core::UserError("node " + std::to_string(node) + " has no working NIC left, so its ranks cannot reach the other nodes");
+  };
   std::map<int, sg4::Link*> nic_links;
   auto nic_of = [&](int r) {
-    const int node = place(r) / p.gpus_per_node, nic = (place(r) % p.gpus_per_node) % p.nics_per_node;
-    sg4::Link*& link = nic_links[node * p.nics_per_node + nic];
+    const int node = place(r) / p.gpus_per_node, nic = nic_index(r);
+    sg4::Link*& link = nic_links[node * nics + nic];
     if (!link)
-      link = zone->create_split_duplex_link("node" + std::to_string(node) + "-nic" + std::to_string(nic), p.nic_bandwidth)
+      link = zone->create_split_duplex_link("node" + std::to_string(node) + "-nic" + std::to_string(nic),
+                                            p.nic_bandwidth * p.nic_speed(node, nic))
                  ->set_latency(p.inter_latency / 2)
                  ->seal();
+    return link;
+  };
+  // The leaf (fat-tree) or rail switch a rank's NIC hangs from, and that switch's uplinks
+  // (its NICs' bandwidth over the leaf oversubscription); made when used.
+  auto switch_of = [&](int r) {
+    const int node = place(r) / p.gpus_per_node, group = node / p.nodes_per_leaf;
+    return p.topology == Topology::Rail ? group * nics + nic_index(r) : group;
+  };
+  std::map<int, sg4::Link*> uplinks;
+  auto uplink_of = [&](int r) {
+    const int sw = switch_of(r), group = p.topology == Topology::Rail ? sw / nics : sw;
+    sg4::Link*& link = uplinks[sw];
+    if (!link) {
+      const int member_nodes = std::min(p.nodes_per_leaf, nodes - group * p.nodes_per_leaf);
+      const double down = member_nodes * (p.topology == Topology::Rail ? 1 : nics) * p.nic_bandwidth;
+      link = zone->create_split_duplex_link("switch" + std::to_string(sw) + "-uplink", down / p.leaf_oversubscription)
+                 ->set_latency(0)
+                 ->seal();
+    }
     return link;
   };
   using D = sg4::LinkInRoute::Direction;
@@ -204,7 +235,13 @@ PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std
     std::vector<sg4::LinkInRoute> route = {sg4::LinkInRoute(gpu_links[a], D::UP)};
     if (across) {
       route.emplace_back(nic_of(a), D::UP);
-      route.emplace_back(core);
+      if (!tiers) {
+        route.emplace_back(core);
+      } else if (switch_of(a) != switch_of(b)) {
+        route.emplace_back(uplink_of(a), D::UP);
+        route.emplace_back(core);
+        route.emplace_back(uplink_of(b), D::DOWN);
+      }
       route.emplace_back(nic_of(b), D::DOWN);
     }
     route.emplace_back(gpu_links[b], D::DOWN);

@@ -17,8 +17,13 @@ namespace quintnet::sim {
 // Creates the engine's platform: one host per rank (GPU) at the platform's achievable
 // speed, each with a split-duplex link into its node (bandwidth intra_bandwidth,
 // latency intra_latency / 2 so a GPU-to-GPU route has intra_latency), one per NIC
-// for leaving the node, and a shared core link (bisection / oversubscription).
-// Routes are added for `pairs` (src rank, dst rank) only: the messages a plan sends.
+// for leaving the node (at its what-if bandwidth; a failed NIC's GPUs use the node's
+// next working one), and the switches of the platform's topology: one shared core link
+// (bisection / oversubscription), or leaf / rail switches whose split-duplex uplinks
+// meet in a shared spine link.  The topology is built as links of one SimGrid zone with
+// explicit routes rather than SimGrid's FatTreeZone: the reduced model places ranks
+// where they sit in a bigger step and adds ring peer hosts, and only the pairs a plan
+// uses get routes, which keeps 131,072 ranks in memory.  Routes are added for `pairs` (src rank, dst rank) only: the messages a plan sends.
 // With cores_per_node > 0 the ranks of a node are processes sharing that many cores:
 // their ops run on one host per node with that many cores (an op uses at most one;
 // more ops than cores share them equally), and they talk over one loopback link

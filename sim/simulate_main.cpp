@@ -16,6 +16,7 @@
 #include "sim/memory_estimate.h"
 #include "sim/plan_simulation.h"
 #include "sim/simulation.h"
+#include "sim/what_if.h"
 
 namespace {
 
@@ -26,7 +27,7 @@ using core::cli::UsageError;
 
 const std::vector<OptionSpec> kOptions = {
     {"config", "PLAN", "the plan to simulate (YAML/JSON; the executor's plans load unchanged)"},
-    {"platform", "NAME|FILE", "dgx-a100, dgx-h100, h200, cpu-local, ideal, a JSON description or a SimGrid platform .xml [dgx-a100]"},
+    {"platform", "NAME|FILE", "dgx-a100, dgx-h100, dgx-a100-superpod, dgx-h100-superpod, a100x4-fat-tree, h200, cpu-local, ideal, a JSON description or a SimGrid platform .xml [dgx-a100]"},
     {"nodes", "N", "override the platform's node count"},
     {"model", "NAME", "simulate this model instead of the plan's (gpt2-124m ... gpt3-175b)"},
     {"seq", "N", "sequence length for GPT models [the model's]"},
@@ -46,6 +47,10 @@ const std::vector<OptionSpec> kOptions = {
     {"exact", "", "simulate every data-parallel replica, even when they are provably identical (the reference)"},
     {"straggler", "RANK:F[,...]", "what-if: these ranks compute at F times the others' speed (0.8: each op takes 1/0.8 as long)"},
     {"slow-node", "NODE:F[,...]", "what-if: every rank of these nodes computes at F times the speed"},
+    {"slow-nic", "NODE/NIC:F[,...]", "what-if: these NICs (NIC * for all of the node's) run at F times their bandwidth, F in (0, 1]"},
+    {"failed-nic", "NODE/NIC[,...]", "what-if: these NICs are down; their GPUs' messages leave through the node's next working NIC"},
+    {"jitter", "DIST:CV", "what-if: each op's time times a factor of mean 1, normal:CV or lognormal:CV (e.g. lognormal:0.05)"},
+    {"seed", "N", "with --jitter: the random seed [1]"},
 };
 
 double number(const Args& args, const std::string& name, double fallback) {
@@ -74,6 +79,9 @@ int simulate(int argc, char** argv) {
     const double bytes = number(args, "allreduce", 0);
     const int n = args.get_int("ranks", 8, 1, 1 << 20);
     if (n > platform.gpus()) throw core::UserError("--ranks " + std::to_string(n) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
+    for (const char* step_only : {"straggler", "slow-node", "jitter"})
+      if (args.value(step_only)) throw UsageError(std::string("--") + step_only + " applies to a step (--config or --uniform), not to --allreduce");
+    sim::add_nic_faults(platform, args.get("slow-nic", ""), args.get("failed-nic", ""), n);
     const double t = sim::simulate_ring_allreduce(bytes, n, platform);
     if (args.flag("json")) std::cout << nlohmann::ordered_json{{"allreduce_s", t}, {"bytes", bytes}, {"ranks", n}}.dump() << '\n';
     else std::printf("ring all-reduce of %.4g bytes over %d ranks: %.6g s\n", bytes, n, t);
@@ -102,8 +110,10 @@ int simulate(int argc, char** argv) {
     what = plan.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
   }
 
-  sim::add_stragglers(platform, args.get("straggler", ""), args.get("slow-node", ""),
-                      plan.schedule.pp * plan.tp * plan.dp);
+  const int world = plan.schedule.pp * plan.tp * plan.dp;
+  sim::add_stragglers(platform, args.get("straggler", ""), args.get("slow-node", ""), world);
+  sim::add_nic_faults(platform, args.get("slow-nic", ""), args.get("failed-nic", ""), world);
+  platform.jitter = sim::parse_jitter(args.get("jitter", ""), static_cast<uint64_t>(args.get_int("seed", 1, 0, 1 << 30)));
   const bool exact = args.flag("exact");
   if (!args.get("trace", "").empty())
     sim::check_simulation_fits(plan, true, !exact && sim::why_not_reducible(plan, platform).empty());
@@ -139,6 +149,8 @@ int simulate(int argc, char** argv) {
   std::printf("  (%zu events simulated in %.2f s wall", r.trace.events.size(), wall);
   if (r.replicas > 1)
     std::printf("; one of %d identical data-parallel replicas simulated, --exact simulates all", r.replicas);
+  else if (plan.dp > 1 && !exact)
+    std::printf("; all %d data-parallel replicas simulated: %s", plan.dp, sim::why_not_reducible(plan, platform).c_str());
   std::printf(")\n");
   return 0;
 }

@@ -53,6 +53,9 @@ std::string why_not_reducible(const SimPlan& plan, const Platform& p) {
   if (p.cores_per_node > 0) return "ranks share CPU cores";
   if (!p.measured_latencies.empty()) return "message latencies are drawn";
   if (!p.rank_speed.empty()) return "stragglers";
+  if (!p.nic_factor.empty()) return "degraded or failed NICs";
+  if (p.jitter.active()) return "per-op jitter";
+  if (p.topology != Topology::Switch) return "a " + topology_name(p.topology) + " network (replicas share its uplinks unevenly)";
   if (p.hierarchical_collectives) return "hierarchical all-reduces";
   if (world > p.gpus_per_node && p.nics_per_node < p.gpus_per_node) return "replicas share NICs";
   if (ring_hops(plan, p) == RingHops::Mixed) return "some DP ring hops cross nodes and others do not";

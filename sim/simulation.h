@@ -34,8 +34,9 @@ struct SimResult {
 };
 
 // The reduced model.  The dp replicas of a plan run identical ops at identical times
-// when nothing tells them apart: no stragglers, no drawn latencies, no shared CPU cores,
-// no SimGrid XML platform, ring DP all-reduces, and a layout where every replica's ring
+// when nothing tells them apart: no stragglers, degraded NICs or jitter, no drawn
+// latencies, no shared CPU cores, no SimGrid XML platform, one switch (no leaf or rail
+// tiers, whose uplinks the replicas share unevenly), ring DP all-reduces, and a layout where every replica's ring
 // hops look alike — all ranks on one node, or each replica on whole nodes (tp × pp a
 // multiple of the GPUs per node).  Then one replica is simulated; each DP ring step of
 // a member becomes one transfer to itself over its own links — out through its GPU

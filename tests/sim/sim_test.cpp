@@ -465,6 +465,10 @@ TEST(Simulator, BadJsonPlatformsGetOneLineAndExitTwo) {
       {R"({"preset": 7})", "'preset' must be text"},
       {R"({"name": 3})", "'name' must be text"},
       {R"({"nodes": 1e300})", "'nodes' must be a number from 1 to"},
+      {R"({"topology": "torus"})", "'topology' must be \"switch\", \"fat-tree\" or \"rail\""},
+      {R"({"topology": "rail", "nodes_per_leaf": 0})", "'nodes_per_leaf' must be a number from 1 to"},
+      {R"({"leaf_oversubscription": 0.5})", "'leaf_oversubscription' must be a number >= 1"},
+      {R"({"preset": "cpu-local", "topology": "fat-tree"})", "ranks sharing CPU cores"},
   };
   for (const auto& [text, expected] : cases) {
     const std::string path = write_file("bad_platform.json", text);
@@ -568,4 +572,92 @@ TEST(Simulator, ReducedDataParallelModelEqualsTheFullSimulation) {
   const std::string mixed = write_file("reduce_mixed.yaml", "batch_size: 64\ngrad_acc_steps: 4\ndevice_type: cuda\n"
                                                            "mesh_dim: [16, 4, 1]\nmesh_name: ['dp', 'tp', 'pp']\n");
   EXPECT_EQ(simulate("--config " + mixed + " --model gpt2-124m --platform dgx-a100 --nodes 8").value("replicas_simulated_once", 0), 1);
+  // So do degraded NICs, jitter and networks of leaf or rail switches.
+  for (const std::string what_if : {"--slow-nic 2/0:0.5", "--failed-nic 2/0", "--jitter lognormal:0.05"})
+    EXPECT_EQ(simulate("--config " + sync + " --model gpt2-124m --platform dgx-a100 --nodes 8 " + what_if)
+                  .value("replicas_simulated_once", 0), 1) << what_if;
+  EXPECT_EQ(simulate("--config " + sync + " --model gpt2-124m --platform dgx-a100-superpod --nodes 8")
+                .value("replicas_simulated_once", 0), 1);
+}
+
+// Networks of switches against closed forms, each a ring all-reduce of S bytes over n
+// GPUs, one per node (NIC B_x = 10 GB/s, route latency a = 2 + 8 us): 2(n-1)(a + S/(n b))
+// with b the slowest hop's share.  Fat-tree, 2 leaves of 4 nodes: the two hops between
+// leaves get their leaf's uplink, 4 B_x / 8 = B_x/2 at 8:1, or a half of a spine of
+// 2 uplinks / 2 = B_x/2 at 2:1 more, B_x/4.  Rail-optimized, 2 nodes of 2 GPUs and 2
+// NICs: GPU 1 of a node reaches GPU 0 of the other across rails, through rail switch 1's
+// uplink (2 B_x / 4 = B_x/2, both such hops going up it: B_x/4 each); one rail (one GPU
+// and NIC per node) never leaves its switch, oversubscribed or not.
+TEST(Simulator, FatTreeAndRailNetworksFollowTheClosedForms) {
+  const double S = 1e9, Bx = 1e10, a = 10e-6;
+  auto ring = [&](double n, double b) { return 2 * (n - 1) * (a + S / (n * b)); };
+  auto network = [&](const std::string& name, int nodes, int gpus, const std::string& rest) {
+    return write_file(name + ".json", "{\"nodes\": " + std::to_string(nodes) + ", \"gpus_per_node\": " + std::to_string(gpus) +
+                                          ", \"nics_per_node\": " + std::to_string(gpus) +
+                                          R"(, "intra_bandwidth": 1e11, "intra_latency": 2e-6, "nic_bandwidth": 1e10,
+                                           "inter_latency": 8e-6, )" + rest + "}");
+  };
+  auto allreduce = [&](const std::string& platform, int n) {
+    return simulate("--allreduce 1e9 --ranks " + std::to_string(n) + " --platform " + platform).value("allreduce_s", -1.0);
+  };
+  const std::string leaf = R"("topology": "fat-tree", "nodes_per_leaf": 4, "leaf_oversubscription": 8)";
+  EXPECT_NEAR(allreduce(network("switch", 8, 1, R"("topology": "switch")"), 8), ring(8, Bx), 1e-9);
+  EXPECT_NEAR(allreduce(network("fat_tree", 8, 1, leaf), 8), ring(8, Bx / 2), 1e-9);
+  EXPECT_NEAR(allreduce(network("fat_tree_spine", 8, 1, leaf + R"(, "oversubscription": 2)"), 8), ring(8, Bx / 4), 1e-9);
+  const std::string rails = R"("topology": "rail", "nodes_per_leaf": 4, "leaf_oversubscription": 4)";
+  EXPECT_NEAR(allreduce(network("rail_cross", 2, 2, rails), 4), ring(4, Bx / 4), 1e-9);
+  EXPECT_NEAR(allreduce(network("rail_one", 4, 1, rails), 4), ring(4, Bx), 1e-9);
+  // The presets build and say what they are.
+  for (const std::string preset : {"dgx-a100-superpod", "dgx-h100-superpod", "a100x4-fat-tree"})
+    EXPECT_GT(simulate("--allreduce 1e9 --ranks 64 --platform " + preset + " --nodes 16").value("allreduce_s", 0.0), 0) << preset;
+}
+
+// A degraded NIC: the ring hop through it at its share of the bandwidth (8 nodes of one
+// GPU, node 3's NIC at 0.5: 2(n-1)(a + S/(n B_x/2))).  A failed NIC: its GPU's messages
+// leave through the node's next NIC, which then carries two GPUs' traffic — with the
+// two-level all-reduce over 2 nodes of 4 (each position's ring across nodes on its own
+// NIC), the across-nodes phase at B_x/2: 2(k-1)(a_in + S/(k B_in)) + 2(N-1)(a + S/(kN B_x/2)).
+// A node with no working NIC is reported, one line, exit 2.
+TEST(Simulator, ADegradedOrFailedNicSlowsTheAllReduceAsTheClosedFormSays) {
+  const double S = 1e9, Bx = 1e10, Bin = 1e11, a = 10e-6, k = 4, N = 2;
+  const std::string flat = write_file("nic_flat.json", R"({"nodes": 8, "gpus_per_node": 1, "nics_per_node": 1,
+      "intra_bandwidth": 1e11, "intra_latency": 2e-6, "nic_bandwidth": 1e10, "inter_latency": 8e-6})");
+  EXPECT_NEAR(simulate("--allreduce 1e9 --ranks 8 --platform " + flat + " --slow-nic 3/0:0.5").value("allreduce_s", 0.0),
+              2 * 7 * (a + S / (8 * Bx / 2)), 1e-9);
+  const std::string two_level = write_file("nic_two_level.json", R"({"nodes": 2, "gpus_per_node": 4, "nics_per_node": 4,
+      "intra_bandwidth": 1e11, "intra_latency": 2e-6, "nic_bandwidth": 1e10, "inter_latency": 8e-6, "collective": "hierarchical"})");
+  auto two_level_time = [&](double across) {
+    return 2 * (k - 1) * (2e-6 + S / (k * Bin)) + 2 * (N - 1) * (a + S / (k * N * across));
+  };
+  EXPECT_NEAR(simulate("--allreduce 1e9 --ranks 8 --platform " + two_level).value("allreduce_s", 0.0), two_level_time(Bx), 1e-9);
+  EXPECT_NEAR(simulate("--allreduce 1e9 --ranks 8 --platform " + two_level + " --failed-nic 1/0").value("allreduce_s", 0.0),
+              two_level_time(Bx / 2), 1e-9);
+  for (const std::string bad : {"--failed-nic 1/*", "--failed-nic 1/0,1/1,1/2,1/3", "--slow-nic 1/0:2", "--slow-nic 2/0:0.5",
+                                "--slow-nic 1/4:0.5", "--failed-nic 1/0:0.5", "--slow-nic x", "--jitter normal:0.1"}) {
+    const auto r = run_command(bin("quintnet-simulate") + " --allreduce 1e9 --ranks 8 --platform " + two_level + " " + bad);
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << bad << "\n" << r.err;
+  }
+}
+
+// Per-op jitter: reproducible from its seed, another seed another step; its factors have
+// mean 1, so 400 microbatches of (1 s, 2 s) on one rank, lognormal with cv 0.1, take
+// 1,200 s within a few standard deviations of the sum (sqrt(400 (1 + 4)) 0.1 = 4.5 s);
+// cv 0 is no jitter.
+TEST(Simulator, JitterIsReproducibleAndKeepsTheMeanOpTime) {
+  const std::string serial = "--uniform 1,2 --pp 1 --microbatches 400 --platform ideal";
+  const double plain = simulate(serial).value("step_time_s", 0.0);
+  EXPECT_NEAR(plain, 1200, 1e-9);
+  for (const char* kind : {"normal", "lognormal"}) {
+    const double once = simulate(serial + " --jitter " + kind + ":0.1").value("step_time_s", 0.0);
+    EXPECT_EQ(simulate(serial + " --jitter " + kind + ":0.1").value("step_time_s", -1.0), once) << kind;
+    EXPECT_NE(simulate(serial + " --jitter " + kind + ":0.1 --seed 2").value("step_time_s", once), once) << kind;
+    EXPECT_NE(once, plain) << kind;
+    EXPECT_NEAR(once, plain, 25) << kind;
+    EXPECT_EQ(simulate(serial + " --jitter " + kind + ":0").value("step_time_s", -1.0), plain) << kind;
+  }
+  for (const std::string bad : {"--jitter gauss:0.1", "--jitter normal:2", "--jitter normal", "--jitter lognormal:-1"}) {
+    const auto r = run_command(bin("quintnet-simulate") + " " + serial + " " + bad);
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.err;
+  }
 }
