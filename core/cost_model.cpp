@@ -59,7 +59,20 @@ ModelDims model_dims(const ModelConfig& c, int seq_len) {
   return model_kind(c.kind).dims(c, seq_len);
 }
 
-StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, double bytes) {
+MemoryOptions MemoryOptions::of(const Plan& plan) {
+  return MemoryOptions{plan.recompute, plan.sequence_parallel, plan.zero_stage};
+}
+
+MemorySplit rank_memory(double parameters, double activations, bool fp32, const MemoryOptions& o, int dp) {
+  MemorySplit m;
+  m.weights = parameters * (fp32 ? 4.0 : 2.0);
+  m.gradients = parameters * (fp32 ? 4.0 : 2.0);
+  m.optimizer = parameters * (fp32 ? 8.0 : 12.0) / (o.zero_stage >= 1 ? dp : 1);
+  m.activations = activations;
+  return m;
+}
+
+StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, double bytes, const MemoryOptions& o) {
   StageCost c;
   const double h = m.hidden, s = m.seq, tokens = static_cast<double>(b) * s;
   const int layers = end - first;
@@ -79,9 +92,21 @@ StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, doub
   c.boundary_bytes = tokens * h * bytes;
   c.tp_allreduce_bytes = tokens * h * bytes;
   c.tp_allreduces_forward = tp > 1 ? 2 * layers : 0;
-  // Korthikanti et al.: s b h (34 + 5 a s / h) bytes per layer with 16-bit values,
-  // the tensor-parallel parts divided by tp (without sequence parallelism: 10 of 34 stay).
-  c.activation_bytes = layers * s * b * h * (10.0 + 24.0 / tp + 5.0 * m.heads * s / (h * tp)) * (bytes / 2.0);
+  // Korthikanti et al.: s b h (34 + 5 a s / h) bytes per layer with 16-bit values, the
+  // tensor-parallel parts divided by tp (without sequence parallelism 10 of 34 stay whole).
+  const double sbh = s * b * h * (bytes / 2.0), scores = 5.0 * m.heads * s / (h * tp);
+  const double linear = o.sequence_parallel ? 34.0 / tp : 10.0 + 24.0 / tp;
+  const double whole_layer = sbh * (linear + scores);
+  if (o.recompute == "full") {
+    c.activation_bytes = layers * 2.0 * sbh / (o.sequence_parallel ? tp : 1);
+    c.recompute_working_bytes = layers > 0 ? whole_layer : 0.0;
+    c.recompute_flops = layers * tokens * (8.0 * h * h + 4.0 * h * m.ffn + 4.0 * s * h) / tp;
+  } else if (o.recompute == "selective") {
+    c.activation_bytes = layers * sbh * linear;
+    c.recompute_flops = layers * tokens * 4.0 * s * h / tp;
+  } else {
+    c.activation_bytes = layers * whole_layer;
+  }
   return c;
 }
 

@@ -28,6 +28,14 @@ ModelDims model_dims(const std::string& name);
 ModelDims model_dims(const ModelConfig& config, int seq_len);  // from a plan's model
 std::vector<std::string> known_models();
 
+// How a plan trades compute for memory (core::Plan's keys of the same names).
+struct MemoryOptions {
+  std::string recompute = "none";  // none | selective | full
+  bool sequence_parallel = false;
+  int zero_stage = 0;
+  static MemoryOptions of(const Plan& plan);
+};
+
 // What one pipeline stage (layers [first, end) plus embedding / head when it holds
 // them) costs for one microbatch of `micro_batch` samples, per tensor-parallel rank.
 struct StageCost {
@@ -37,9 +45,28 @@ struct StageCost {
   double tp_allreduce_bytes = 0;    // one TP all-reduce (b x s x h activations)
   int tp_allreduces_forward = 0;    // per microbatch forward (2 per layer); backward the same
   double activation_bytes = 0;      // stored for the backward, per microbatch in flight
+  // Recomputation: forward FLOPs done again inside the backward (full: the layers'
+  // forward; selective: the attention core's QK^T and .V), and, with full, the one
+  // layer's activations that live while its backward runs.
+  double recompute_flops = 0;
+  double recompute_working_bytes = 0;
 };
+// Activation bytes per layer follow Korthikanti et al. 2022, Table 2 (16-bit values,
+// scaled by bytes_per_value / 2): s b h (10 + 24/t + 5as/(ht)) without sequence
+// parallelism, s b h (34/t + 5as/(ht)) with it; selective recomputation drops the 5as/(ht)
+// term; full keeps each layer's input, 2sbh (/t with sequence parallelism).
 StageCost stage_cost(const ModelDims& m, int first_layer, int end_layer, int micro_batch, int tp,
-                     double bytes_per_value = 2.0);
+                     double bytes_per_value = 2.0, const MemoryOptions& options = {});
+
+// One rank's memory, by what holds it.
+struct MemorySplit {
+  double weights = 0, gradients = 0, optimizer = 0, activations = 0;
+  double total() const { return weights + gradients + optimizer + activations; }
+};
+// `parameters` of the rank: 16-bit weights and gradients with an fp32 master copy and two
+// Adam moments (12 bytes) on GPUs, fp32 weights, gradients and moments (8 bytes) on CPU;
+// zero_stage 1 keeps 1/dp of the optimizer state.  `activations`: bytes at the peak.
+MemorySplit rank_memory(double parameters, double activations, bool fp32, const MemoryOptions& options, int dp);
 
 // Training FLOPs of one sample (forward + backward) for MFU.
 double training_flops_per_sample(const ModelDims& m);

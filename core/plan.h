@@ -82,6 +82,16 @@ struct Plan {
   std::string schedule = "1f1b";
   int virtual_stages = 1;       // chunks per pipeline rank (interleaved schedule)
   double bucket_size_mb = 25.0;  // DP gradient bucket size
+  // Memory at scale (docs/CONFIG.md).  recompute: none, selective (the attention core,
+  // QK^T / softmax / dropout / V, is recomputed in the backward) or full (each layer's
+  // input kept, its forward recomputed in the backward).  sequence_parallel (tp > 1):
+  // LayerNorm and dropout regions sharded along the sequence, TP all-reduces become
+  // all-gather + reduce-scatter.  zero_stage 1: the optimizer state sharded over dp
+  // (gradients reduce-scattered, parameters all-gathered).  The simulator models all
+  // three; the executor does not run them yet (it refuses them).
+  std::string recompute = "none";
+  bool sequence_parallel = false;
+  int zero_stage = 0;
 
   // Language-model data and logging (GPT-2 configs).
   std::string dataset_name;

@@ -221,6 +221,23 @@ std::vector<PlanKey> make_keys() {
                       "data-parallel gradient bucket size (MB)"),
                false));
 
+  add(original(with_range(text("recompute", kParallel, FIELD(recompute),
+                               "activation recomputation: selective (attention core) or full (each layer)"),
+                          "none, selective, full"),
+               false));
+  PlanKey sequence_parallel = declare("sequence_parallel", kParallel, "true/false", "",
+                                      "shard LayerNorm/dropout activations along the sequence over tp (needs tp > 1)");
+  sequence_parallel.original = false;
+  sequence_parallel.read = [](ConfigReader& r, Plan& p) {
+    p.sequence_parallel = r.get_bool("sequence_parallel", p.sequence_parallel);
+  };
+  sequence_parallel.value = [](const Plan& p) { return nlohmann::json(p.sequence_parallel); };
+  add(sequence_parallel);
+  add(original(with_range(integer("zero_stage", kParallel, kEveryModel, 0, 3, FIELD(zero_stage),
+                                  "1: the optimizer state sharded over dp (distributed optimizer)"),
+                          "0 or 1 (2, 3: not built)"),
+               false));
+
   // Language-model data and logging (the original GPT-2 config).
   add(text("dataset_name", kText, FIELD(dataset_name), "read, not used (a Hugging Face dataset name)", true));
   add(integer("max_seq_length", kText, kEveryModel, 1, 1 << 20, FIELD(max_seq_length),

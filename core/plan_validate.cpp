@@ -45,9 +45,20 @@ class Checker {
       fail("device_type", "unknown device '" + p_.device_type + "'; choose cpu or cuda");
     if (p_.precision != "fp32" && p_.precision != "bf16")
       fail("precision", "unknown precision '" + p_.precision + "'; choose fp32 or bf16");
+    check_memory_options();
   }
 
  private:
+  void check_memory_options() const {
+    if (p_.recompute != "none" && p_.recompute != "selective" && p_.recompute != "full")
+      fail("recompute", "unknown value '" + p_.recompute + "'; choose none, selective or full");
+    if (p_.sequence_parallel && p_.tp() < 2)
+      fail("sequence_parallel", "true needs tensor parallelism (tp > 1); the mesh has tp = 1");
+    if (p_.zero_stage > 1)
+      fail("zero_stage", std::to_string(p_.zero_stage) + " is not built (ZeRO-2/3 shard gradients and parameters too); "
+                         "choose 0 or 1");
+  }
+
   void check_mesh(std::optional<int> world_size) const {
     Mesh mesh = [&] {
       try {

@@ -63,9 +63,15 @@ void ring_allreduce(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>
   ring_phase(g, tag, count * 2 * (n - 1), bytes / n, actors, latency, draws);
 }
 
-void mirrored_ring_allreduce(double bytes, int members, sg4::Host* member, sg4::Host* ring_peer, double latency) {
-  if (members <= 1) return;
-  const int steps = 2 * (members - 1);
+void ring_reduce_scatter(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>& actors, double latency) {
+  const int n = static_cast<int>(g.ranks.size());
+  if (n <= 1) return;
+  const std::string tag = g.name + ":" + std::to_string(g.calls++) + ":";
+  ring_phase(g, tag, n - 1, bytes / n, actors, latency);
+}
+
+void mirrored_ring(double bytes, int members, int steps, sg4::Host* member, sg4::Host* ring_peer, double latency) {
+  if (members <= 1 || steps <= 0) return;
   sg4::Comm::sendto(member, ring_peer, static_cast<uint64_t>(steps * (bytes / members)));
   if (steps > 1 && latency > 0) sg4::this_actor::sleep_for((steps - 1) * latency);
 }

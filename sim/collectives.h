@@ -52,11 +52,20 @@ class LatencyDraws {
 void ring_allreduce(RingGroup& g, double bytes, const std::vector<simgrid::s4u::ActorPtr>& actors, double latency,
                     int count = 1, LatencyDraws* draws = nullptr);
 
-// The reduced model's ring all-reduce over `members` identical members (sim/simulation.h):
-// the 2(n-1) steps' bytes sent from the member's host to its ring peer host — the same
+// A ring reduce-scatter (or all-gather) of `bytes` over g: n-1 steps of bytes/n to the
+// ring successor, (n-1)(a + S/(nB)) — half an all-reduce.
+void ring_reduce_scatter(RingGroup& g, double bytes, const std::vector<simgrid::s4u::ActorPtr>& actors, double latency);
+inline void ring_all_gather(RingGroup& g, double bytes, const std::vector<simgrid::s4u::ActorPtr>& actors,
+                            double latency) {
+  ring_reduce_scatter(g, bytes, actors, latency);  // the same steps, the other way round in the data
+}
+
+// The reduced model's ring collective over `members` identical members (sim/simulation.h):
+// `steps` ring steps' bytes (2(n-1) for an all-reduce, n-1 for a reduce-scatter or an
+// all-gather, each bytes/n) sent from the member's host to its ring peer host — the same
 // links and bytes as its outgoing and incoming hops — plus the further hop latencies.
-void mirrored_ring_allreduce(double bytes, int members, simgrid::s4u::Host* member, simgrid::s4u::Host* ring_peer,
-                             double latency);
+void mirrored_ring(double bytes, int members, int steps, simgrid::s4u::Host* member, simgrid::s4u::Host* ring_peer,
+                   double latency);
 
 // Latency of a ring hop: inside a node, or (when the group spans nodes) the slowest hop.
 double hop_latency(const RingGroup& g, const Platform& p);

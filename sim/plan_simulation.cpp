@@ -52,6 +52,13 @@ nlohmann::ordered_json simulation_summary(const SimPlan& plan, const Platform& p
   j["tokens_per_s"] = samples_s * plan.tokens_per_sample;
   j["mfu"] = step > 0 && plan.flops_per_step > 0 ? plan.flops_per_step / (world * platform.peak_flops * step) : 0.0;
   j["peak_memory_bytes"] = peak_memory;
+  // The fullest pipeline rank's memory by what holds it (core::rank_memory).
+  if (!plan.memory.empty()) {
+    const auto fullest = std::max_element(plan.memory_bytes.begin(), plan.memory_bytes.end()) - plan.memory_bytes.begin();
+    const core::MemorySplit& m = plan.memory[static_cast<size_t>(fullest)];
+    j["peak_memory_split"] = {{"pipeline_rank", fullest}, {"weights", m.weights}, {"gradients", m.gradients},
+                              {"optimizer", m.optimizer}, {"activations", m.activations}};
+  }
   j["compute_fraction"] = world > 0 && step > 0 ? busy / (world * step) : 0.0;
   j["exposed_comm_fraction"] = world > 0 && step > 0 ? comm / (world * step) : 0.0;
   j["ranks"] = world;

@@ -21,6 +21,9 @@ core::Plan plan_of(const PlanQuery& q, const Candidate& c) {
   p.schedule = c.schedule;
   p.virtual_stages = c.chunks;
   p.device_type = "cuda";
+  p.recompute = c.recompute;
+  p.sequence_parallel = c.sequence_parallel;
+  p.zero_stage = c.zero_stage;
   return p;
 }
 
@@ -33,13 +36,73 @@ std::string gib(double bytes) {
   return s;
 }
 
+// Analytic step: the slowest stage's op times plus its TP all-reduces, in core's
+// schedule simulation; then the exposed DP gradient all-reduce (with ZeRO-1 its
+// reduce-scatter and the parameters' all-gather: the same ring steps).
+double analytic_step(const SimPlan& s, const Candidate& c, const Platform& platform) {
+  const bool tp_in_node = c.tp <= platform.gpus_per_node;
+  const double hop_a = tp_in_node ? platform.intra_latency : platform.intra_latency + platform.inter_latency;
+  const double tp_ring = ring_time(s.tp_allreduce_bytes, c.tp, hop_a, platform.intra_bandwidth);
+  core::OpCosts costs;
+  costs.forward = *std::max_element(s.forward_s.begin(), s.forward_s.end()) + c.chunks * s.tp_allreduces_per_op * tp_ring;
+  costs.backward_input = *std::max_element(s.backward_input_s.begin(), s.backward_input_s.end()) +
+                         c.chunks * (s.tp_allreduces_per_op + s.tp_allreduces_recompute) * tp_ring;
+  costs.backward_weight = *std::max_element(s.backward_weight_s.begin(), s.backward_weight_s.end());
+  const bool pp_crosses_nodes = c.tp * c.dp >= platform.gpus_per_node;
+  costs.p2p = pp_crosses_nodes ? platform.intra_latency + platform.inter_latency + s.p2p_bytes / platform.nic_bandwidth
+                               : platform.intra_latency + s.p2p_bytes / platform.intra_bandwidth;
+  const bool dp_crosses_nodes = c.tp * c.dp > platform.gpus_per_node;
+  const double dp_bandwidth = dp_crosses_nodes ? platform.nic_bandwidth : platform.intra_bandwidth;
+  const double dp_latency = dp_crosses_nodes ? platform.inter_latency + platform.intra_latency : platform.intra_latency;
+  const double grads = *std::max_element(s.dp_grad_bytes.begin(), s.dp_grad_bytes.end());
+  return core::simulate_schedule(s.schedule, costs).step_time + ring_time(grads, c.dp, dp_latency, dp_bandwidth) +
+         s.optimizer_s;
+}
+
+// The layout `base` with its fastest memory options that fit, or rejected with the least
+// memory any of them needs.  Recomputation is tried from none to full (each level costs
+// time); at the first level where something fits, the set with the least memory is
+// taken: sequence parallelism and ZeRO-1 save memory at no analytic cost (a ring
+// all-reduce's steps are a reduce-scatter's and an all-gather's).
+Candidate best_memory_options(const PlanQuery& q, const Candidate& base, const Platform& platform) {
+  Candidate smallest = base;
+  smallest.memory_bytes = 1e300;
+  for (const std::string& recompute : q.recompute) {
+    Candidate best;
+    bool found = false;
+    for (bool sp : q.sequence_parallel)
+      for (int zero : q.zero_stage) {
+        if ((sp && base.tp < 2) || (zero > 0 && base.dp < 2)) continue;
+        Candidate c = base;
+        c.recompute = recompute, c.sequence_parallel = sp, c.zero_stage = zero;
+        const SimPlan s = candidate_sim_plan(q, c, platform);
+        c.memory_bytes = *std::max_element(s.memory_bytes.begin(), s.memory_bytes.end());
+        if (c.memory_bytes < smallest.memory_bytes) smallest = c;
+        const bool fits = platform.memory_bytes <= 0 || c.memory_bytes <= platform.memory_bytes;
+        if (fits && (!found || c.memory_bytes < best.memory_bytes)) best = c, found = true;
+      }
+    if (found) {
+      best.analytic_step_s = analytic_step(candidate_sim_plan(q, best, platform), best, platform);
+      return best;
+    }
+  }
+  const std::string options = smallest.layout().substr(base.layout().size());  // ", recompute full, SP, ZeRO-1"
+  smallest.rejected = "does not fit: " + gib(smallest.memory_bytes) + " per GPU" +
+                      (options.empty() ? "" : " at the least (" + options.substr(2) + ")");
+  return smallest;
+}
+
 }  // namespace
 
 std::string Candidate::layout() const {
   char s[128];
   std::snprintf(s, sizeof(s), "dp %d x tp %d x pp %d, micro %d x %d, %s%s", dp, tp, pp, micro_batch, microbatches,
                 schedule.c_str(), chunks > 1 ? (" v" + std::to_string(chunks)).c_str() : "");
-  return s;
+  std::string out = s;
+  if (recompute != "none") out += ", recompute " + recompute;
+  if (sequence_parallel) out += ", SP";
+  if (zero_stage > 0) out += ", ZeRO-" + std::to_string(zero_stage);
+  return out;
 }
 
 SimPlan candidate_sim_plan(const PlanQuery& q, const Candidate& c, const Platform& platform) {
@@ -76,32 +139,7 @@ std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& pla
             out.push_back(c);
             continue;
           }
-          const SimPlan s = candidate_sim_plan(q, c, platform);
-          c.memory_bytes = *std::max_element(s.memory_bytes.begin(), s.memory_bytes.end());
-          if (platform.memory_bytes > 0 && c.memory_bytes > platform.memory_bytes) {
-            c.rejected = "does not fit: " + gib(c.memory_bytes) + " per GPU";
-            out.push_back(c);
-            continue;
-          }
-          // Analytic step: the slowest stage's op times plus its TP all-reduces, in core's
-          // schedule simulation; then the exposed DP gradient all-reduce.
-          const bool tp_in_node = tp <= platform.gpus_per_node;
-          const double hop_a = tp_in_node ? platform.intra_latency : platform.intra_latency + platform.inter_latency;
-          const double tp_comm = s.tp_allreduces_per_op * ring_time(s.tp_allreduce_bytes, tp, hop_a, platform.intra_bandwidth);
-          core::OpCosts costs;
-          costs.forward = *std::max_element(s.forward_s.begin(), s.forward_s.end()) + c.chunks * tp_comm;
-          costs.backward_input = *std::max_element(s.backward_input_s.begin(), s.backward_input_s.end()) + c.chunks * tp_comm;
-          costs.backward_weight = *std::max_element(s.backward_weight_s.begin(), s.backward_weight_s.end());
-          const bool pp_crosses_nodes = tp * dp >= platform.gpus_per_node;
-          costs.p2p = pp_crosses_nodes ? platform.intra_latency + platform.inter_latency + s.p2p_bytes / platform.nic_bandwidth
-                                       : platform.intra_latency + s.p2p_bytes / platform.intra_bandwidth;
-          const double dp_bandwidth = tp * dp > platform.gpus_per_node ? platform.nic_bandwidth : platform.intra_bandwidth;
-          const double dp_latency = tp * dp > platform.gpus_per_node ? platform.inter_latency + platform.intra_latency
-                                                                    : platform.intra_latency;
-          const double grads = *std::max_element(s.dp_grad_bytes.begin(), s.dp_grad_bytes.end());
-          c.analytic_step_s = core::simulate_schedule(s.schedule, costs).step_time +
-                              ring_time(grads, dp, dp_latency, dp_bandwidth) + s.optimizer_s;
-          out.push_back(c);
+          out.push_back(best_memory_options(q, c, platform));
         }
     }
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {

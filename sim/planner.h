@@ -1,6 +1,7 @@
 #pragma once
 // The layout planner: every (dp, tp, pp, micro-batch, schedule, chunks) that can run a
-// model on a cluster, why the others cannot, an analytic step time for each (core's
+// model on a cluster, with the recomputation, sequence parallelism and ZeRO stage that
+// make it fastest within the GPUs' memory, why the others cannot, an analytic step time for each (core's
 // schedule simulation with the slowest stage's op times plus ring-collective times),
 // and the best few simulated with SimGrid.
 #include <string>
@@ -18,11 +19,20 @@ struct PlanQuery {
   int seq = 2048;
   std::vector<int> micro_batches = {1, 2, 4};
   std::vector<std::string> schedules = {"1f1b", "interleaved", "zb-h1", "afab"};
+  // Memory options tried for each layout (sequence parallelism only with tp > 1, ZeRO-1
+  // only with dp > 1); the layout keeps its fastest set that fits, the least memory of
+  // equally fast ones.
+  std::vector<std::string> recompute = {"none", "selective", "full"};
+  std::vector<bool> sequence_parallel = {false, true};
+  std::vector<int> zero_stage = {0, 1};
 };
 
 struct Candidate {
   int dp = 1, tp = 1, pp = 1, micro_batch = 1, microbatches = 1, chunks = 1;
   std::string schedule;
+  std::string recompute = "none";
+  bool sequence_parallel = false;
+  int zero_stage = 0;
   double memory_bytes = 0;     // the fullest rank
   double analytic_step_s = 0;  // from core's schedule simulation
   double simulated_step_s = 0;  // SimGrid, for the best few (0: not simulated)

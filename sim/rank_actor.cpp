@@ -42,11 +42,17 @@ void dp_stream(SimStep& w, int r) {
     const double* bytes = requests->get<double>();
     if (*bytes < 0) break;  // the step is over
     const double t0 = sg4::Engine::get_clock();
+    // ZeRO-1: the bucket is reduce-scattered (each member keeps the sum of its 1/dp).
+    const bool scatter = w.plan.zero_stage >= 1;
+    const int steps = (scatter ? 1 : 2) * (w.plan.dp - 1);
     if (w.reduced)
-      mirrored_ring_allreduce(*bytes, w.plan.dp, w.hosts.ranks[r], w.hosts.ring_peers[r], w.dp_ring_latency);
+      mirrored_ring(*bytes, w.plan.dp, steps, w.hosts.ranks[r], w.hosts.ring_peers[r], w.dp_ring_latency);
+    else if (scatter)
+      ring_reduce_scatter(group, *bytes, w.streams, hop_latency(group, w.platform));
     else
       dp_allreduce(group, *bytes, w.streams, w.platform, w.draws);
-    w.recorder.add(r, core::Lane::DpCollective, "allreduce", "dp bucket", t0, sg4::Engine::get_clock(), -1, -1, *bytes);
+    w.recorder.add(r, core::Lane::DpCollective, scatter ? "reducescatter" : "allreduce", "dp bucket", t0,
+                   sg4::Engine::get_clock(), -1, -1, *bytes);
     static char done;
     sg4::Mailbox::by_name("dpdone:" + std::to_string(r))->put_init(&done, 0)->detach();
   }
@@ -73,6 +79,8 @@ class RankActor : public core::ScheduleHandler {
     for (int t = 0; t < plan_.tp; ++t) tp_group_.ranks.push_back(w.mesh.rank({dp_, t, pp_}));
     pp_group_ = {"pp" + std::to_string(dp_) + "." + std::to_string(tp_), {}, pp_, 0};
     for (int p = 0; p < plan_.schedule.pp; ++p) pp_group_.ranks.push_back(w.mesh.rank({dp_, tp_, p}));
+    dp_group_ = {"dpag" + std::to_string(pp_) + "." + std::to_string(tp_), {}, dp_, 0};
+    for (int d = 0; d < plan_.dp && !w.reduced; ++d) dp_group_.ranks.push_back(w.mesh.rank({d, tp_, pp_}));
     buckets_ = plan_.dp > 1 ? std::max(1, static_cast<int>(std::ceil(plan_.dp_grad_bytes[pp_] / v_ / plan_.bucket_bytes)))
                             : 0;
     to_stream_ = plan_.dp > 1 ? sg4::Mailbox::by_name("dpq:" + std::to_string(r)) : nullptr;
@@ -99,9 +107,12 @@ class RankActor : public core::ScheduleHandler {
     const bool releases = plan_.dp > 1 && st.completes_gradients;
     switch (st.action.kind) {
       case core::ActionKind::Backward:
-        compute((plan_.backward_input_s[pp_] + plan_.backward_weight_s[pp_]) / v_, st, releases);
+        compute((plan_.backward_input_s[pp_] + plan_.backward_weight_s[pp_]) / v_, st, releases,
+                plan_.tp_allreduces_recompute);
         break;
-      case core::ActionKind::BackwardInput: compute(plan_.backward_input_s[pp_] / v_, st); break;
+      case core::ActionKind::BackwardInput:
+        compute(plan_.backward_input_s[pp_] / v_, st, false, plan_.tp_allreduces_recompute);
+        break;
       default: compute(plan_.backward_weight_s[pp_] / v_, st, releases); break;
     }
   }
@@ -155,13 +166,28 @@ class RankActor : public core::ScheduleHandler {
     }
     if (plan_.optimizer_s > 0) execute_on(w_.hosts.compute[r_], plan_.optimizer_s * jitter_.factor() * speed_);
     w_.recorder.add(r_, st.lane, st.kind, st.name, t0, sg4::Engine::get_clock());
+    if (plan_.zero_stage >= 1 && plan_.dp > 1) gather_parameters();
+  }
+
+  // ZeRO-1: each member updated 1/dp of the stage's parameters; all of them go to every
+  // member before the next forward.
+  void gather_parameters() {
+    const double t0 = sg4::Engine::get_clock(), bytes = plan_.dp_grad_bytes[pp_];
+    if (w_.reduced)
+      mirrored_ring(bytes, plan_.dp, plan_.dp - 1, w_.hosts.ranks[r_], w_.hosts.ring_peers[r_], w_.dp_ring_latency);
+    else
+      ring_all_gather(dp_group_, bytes, w_.ranks, hop_latency(dp_group_, w_.platform));
+    const double t1 = sg4::Engine::get_clock();
+    w_.result.exposed_comm_s[r_] += t1 - t0;
+    w_.recorder.add(r_, core::Lane::DpCollective, "allgather", "dp parameters", t0, t1, -1, -1, bytes);
   }
 
   // An op of `seconds` (at a full core / GPU: a rank with a share of a core takes
   // longer), cut into pieces by its TP all-reduces on a shared CPU; a backward that
   // completes the chunk's gradients hands its DP buckets to the stream during its last
   // piece, as the executor's bucket hooks fire.
-  void compute(double seconds, const core::Step& st, bool releases_gradients = false) {
+  // `recompute_tp`: the TP all-reduces of a recomputed forward (inside a B or BI).
+  void compute(double seconds, const core::Step& st, bool releases_gradients = false, int recompute_tp = 0) {
     seconds *= jitter_.factor();
     const double t0 = sg4::Engine::get_clock();
     const int pieces = interleave_tp_ ? plan_.tp_allreduces_per_op : 1;
@@ -181,7 +207,8 @@ class RankActor : public core::ScheduleHandler {
     const double t1 = sg4::Engine::get_clock();
     w_.result.busy_s[r_] += t1 - t0 - communicating;
     w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, st.action.mb, st.action.chunk);
-    if (!interleave_tp_ && plan_.tp > 1 && plan_.tp_allreduces_per_op > 0) tp_allreduces(st, plan_.tp_allreduces_per_op);
+    const int after = (interleave_tp_ ? 0 : plan_.tp_allreduces_per_op) + recompute_tp;
+    if (plan_.tp > 1 && after > 0) tp_allreduces(st, after);
   }
 
   double tp_allreduces(const core::Step& st, int count) {
@@ -209,7 +236,7 @@ class RankActor : public core::ScheduleHandler {
   const double v_;      // chunks per rank: an op of a chunk is 1/v of the rank's share
   const double speed_;  // flop/s of a full GPU or core
   OpJitter jitter_;     // what-if: each op's time times a drawn factor
-  RingGroup tp_group_, pp_group_;
+  RingGroup tp_group_, pp_group_, dp_group_;
   int buckets_ = 0;  // DP gradient buckets per chunk
   sg4::Mailbox* to_stream_ = nullptr;
   bool interleave_tp_ = false;

@@ -31,22 +31,29 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
   s.schedule = core::make_schedule(plan.schedule_kind(), pp, plan.microbatches(), chunks);
   const int b = plan.micro_batch_size();
   const double bytes = plan.device_type == "cpu" ? 4.0 : 2.0;  // fp32 on CPU, 16-bit on GPUs
+  const core::MemoryOptions options = core::MemoryOptions::of(plan);
+  s.zero_stage = plan.zero_stage;
   const core::ScheduleStats shape = core::simulate_schedule(s.schedule);
   const std::vector<core::LayerRange> ranges = core::balanced_stages(dims, stages);
   s.step_end_collectives = true;
   for (int r = 0; r < pp; ++r) {
-    double fwd = 0, params = 0, activations = 0, layers = 0;
+    double fwd = 0, params = 0, activations = 0, layers = 0, recompute = 0, working = 0;
     for (int c = 0; c < chunks; ++c) {
       const int stage = c * pp + r;
-      const core::StageCost cost = core::stage_cost(dims, ranges[stage].first, ranges[stage].end, b, s.tp, bytes);
+      const core::StageCost cost = core::stage_cost(dims, ranges[stage].first, ranges[stage].end, b, s.tp, bytes, options);
       fwd += cost.forward_flops;
+      recompute += cost.recompute_flops;
+      working = std::max(working, cost.recompute_working_bytes);
       layers += stage_layer_count(dims, ranges[stage]);
       params += cost.parameters;
       activations = std::max(activations, cost.activation_bytes);
       s.p2p_bytes = cost.boundary_bytes;
       s.tp_allreduce_bytes = cost.tp_allreduce_bytes;
       s.tp_allreduces_per_op = cost.tp_allreduces_forward;  // per F (and per B) of one chunk
+      s.tp_allreduces_recompute = options.recompute == "full" ? cost.tp_allreduces_forward : 0;
     }
+    // The forward FLOPs recomputed inside the backward cost what forward FLOPs cost (the
+    // calibrated fixed part per layer only when whole layers run again).
     if (calibration) {
       // The calibrated machine's op costs at this tp: a fixed part per layer and a part
       // per FLOP, times what sharing its CPU costs (sim/calibration.h).
@@ -55,18 +62,25 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
       s.forward_s.push_back(slowdown * (layers * k.forward_overhead_s + fwd / k.forward_flops_per_s));
       // dX and dW each cost one forward's FLOPs and half the backward's fixed part.
       const double half_backward = slowdown * (layers * k.backward_overhead_s / 2 + fwd / k.backward_flops_per_s);
-      s.backward_input_s.push_back(half_backward);
+      const double again = slowdown * ((options.recompute == "full" ? layers * k.forward_overhead_s : 0.0) +
+                                       recompute / k.forward_flops_per_s);
+      s.backward_input_s.push_back(half_backward + again);
       s.backward_weight_s.push_back(half_backward);
     } else {
       s.forward_s.push_back(fwd / platform.gpu_flops());
-      s.backward_input_s.push_back(fwd / platform.gpu_flops());  // dX and dW each cost one forward's FLOPs
+      // dX and dW each cost one forward's FLOPs; the recomputation comes before dX.
+      s.backward_input_s.push_back((fwd + recompute) / platform.gpu_flops());
       s.backward_weight_s.push_back(fwd / platform.gpu_flops());
     }
-    if (calibration) s.optimizer_s = std::max(s.optimizer_s, calibration->optimizer_s_per_parameter * params);
+    if (calibration)
+      s.optimizer_s = std::max(s.optimizer_s, calibration->optimizer_s_per_parameter * params /
+                                                  (plan.zero_stage >= 1 ? s.dp : 1));
     s.dp_grad_bytes.push_back(params * bytes);
-    // Weights + gradients in 16 bits, fp32 master copy and two Adam moments: 16 bytes per
-    // parameter (fp32 everywhere on CPU: the same 16); activations x peak in flight.
-    s.memory_bytes.push_back(params * 16.0 + activations * shape.peak_activations[r]);
+    // Activations: each microbatch in flight at the peak keeps its stored ones (plus, with
+    // full recomputation, one layer's whole activations during its backward).
+    s.memory.push_back(core::rank_memory(params, activations * shape.peak_activations[r] + working, bytes == 4.0,
+                                         options, s.dp));
+    s.memory_bytes.push_back(s.memory.back().total());
   }
   // Without calibration the optimizer (memory-bound, ~16 bytes per parameter) is taken as free.
   s.bucket_bytes = plan.bucket_size_mb * 1024 * 1024;
@@ -86,6 +100,7 @@ SimPlan uniform_sim_plan(core::ScheduleKind kind, int pp, int microbatches, int 
   s.backward_weight_s.assign(pp, tw);
   s.dp_grad_bytes.assign(pp, 0);
   s.memory_bytes.assign(pp, 0);
+  s.memory.assign(pp, {});
   s.p2p_bytes = p2p_bytes;
   s.samples_per_step = microbatches;
   return s;

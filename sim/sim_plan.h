@@ -28,11 +28,20 @@ struct SimPlan {
   double p2p_bytes = 0;              // one activation (or gradient) message
   double tp_allreduce_bytes = 0;     // one TP all-reduce; tp_allreduces_per_op of them per F and per B
   int tp_allreduces_per_op = 0;
+  // Full recomputation: the forward's TP all-reduces again in each B (or BI).  With
+  // sequence parallelism each all-reduce is an all-gather and a reduce-scatter: on a ring
+  // the same time (2(n-1) steps of S/n), so they are simulated as all-reduces.
+  int tp_allreduces_recompute = 0;
+  // zero_stage 1: each DP bucket is reduce-scattered instead of all-reduced, the optimizer
+  // updates 1/dp of the parameters, and the updated parameters are all-gathered over dp
+  // after it (not overlapped with the next step's forward).
+  int zero_stage = 0;
   std::vector<double> dp_grad_bytes;  // per pipeline rank: gradients all-reduced over dp per step
   double bucket_bytes = 25.0 * 1024 * 1024;  // DP gradient bucket (launched as the backward produces it)
   // Reporting.
   double samples_per_step = 0, tokens_per_sample = 0, flops_per_step = 0;
-  std::vector<double> memory_bytes;  // per pipeline rank: weights, grads, optimizer, activations
+  std::vector<double> memory_bytes;        // per pipeline rank: the total of its split
+  std::vector<core::MemorySplit> memory;   // per pipeline rank: weights, grads, optimizer, activations
   std::string model;
 };
 

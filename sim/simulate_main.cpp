@@ -43,6 +43,7 @@ const std::vector<OptionSpec> kOptions = {
     {"p2p-bytes", "BYTES", "with --uniform: bytes of each activation message [0]"},
     {"allreduce", "BYTES", "simulate one ring all-reduce of BYTES over --ranks GPUs and print its time"},
     {"ranks", "N", "with --allreduce: ranks in the ring [8]"},
+    {"reduce-scatter", "", "with --allreduce: a ring reduce-scatter (an all-gather takes the same) instead"},
     {"collective", "KIND", "ring or hierarchical (two-level) DP all-reduces across nodes [the platform's: ring]"},
     {"exact", "", "simulate every data-parallel replica, even when they are provably identical (the reference)"},
     {"straggler", "RANK:F[,...]", "what-if: these ranks compute at F times the others' speed (0.8: each op takes 1/0.8 as long)"},
@@ -82,9 +83,10 @@ int simulate(int argc, char** argv) {
     for (const char* step_only : {"straggler", "slow-node", "jitter"})
       if (args.value(step_only)) throw UsageError(std::string("--") + step_only + " applies to a step (--config or --uniform), not to --allreduce");
     sim::add_nic_faults(platform, args.get("slow-nic", ""), args.get("failed-nic", ""), n);
-    const double t = sim::simulate_ring_allreduce(bytes, n, platform);
-    if (args.flag("json")) std::cout << nlohmann::ordered_json{{"allreduce_s", t}, {"bytes", bytes}, {"ranks", n}}.dump() << '\n';
-    else std::printf("ring all-reduce of %.4g bytes over %d ranks: %.6g s\n", bytes, n, t);
+    const bool scatter = args.flag("reduce-scatter");
+    const double t = sim::simulate_ring_allreduce(bytes, n, platform, scatter);
+    if (args.flag("json")) std::cout << nlohmann::ordered_json{{scatter ? "reduce_scatter_s" : "allreduce_s", t}, {"bytes", bytes}, {"ranks", n}}.dump() << '\n';
+    else std::printf("ring %s of %.4g bytes over %d ranks: %.6g s\n", scatter ? "reduce-scatter" : "all-reduce", bytes, n, t);
     return 0;
   }
 
@@ -144,6 +146,13 @@ int simulate(int argc, char** argv) {
                 sim::gib_text(platform.memory_bytes).c_str());
   else if (peak_memory > 0)
     std::printf("  peak memory      %s per rank\n", sim::gib_text(peak_memory).c_str());
+  if (peak_memory > 0 && summary.contains("peak_memory_split")) {
+    const auto& m = summary["peak_memory_split"];
+    std::printf("                   weights %s, gradients %s, optimizer %s, activations %s (pipeline rank %d)\n",
+                sim::gib_text(m["weights"]).c_str(), sim::gib_text(m["gradients"]).c_str(),
+                sim::gib_text(m["optimizer"]).c_str(), sim::gib_text(m["activations"]).c_str(),
+                m["pipeline_rank"].get<int>());
+  }
   std::printf("  time per rank    compute %.1f%%, exposed communication %.1f%%, idle %.1f%%\n", 100 * compute,
               100 * comm, 100 * (1 - compute - comm));
   std::printf("  (%zu events simulated in %.2f s wall", r.trace.events.size(), wall);

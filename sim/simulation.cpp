@@ -132,7 +132,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform, bool exac
   return result;
 }
 
-double simulate_ring_allreduce(double bytes, int ranks, const Platform& platform) {
+double simulate_ring_allreduce(double bytes, int ranks, const Platform& platform, bool reduce_scatter) {
   RingGroup whole{"ring", {}, 0, 0};
   for (int k = 0; k < ranks; ++k) whole.ranks.push_back(k);
   std::set<std::pair<int, int>> pairs;
@@ -151,7 +151,8 @@ double simulate_ring_allreduce(double bytes, int ranks, const Platform& platform
       sg4::this_actor::yield();
       RingGroup g = whole;
       g.index = r;
-      dp_allreduce(g, bytes, *actors, platform);
+      if (reduce_scatter) ring_reduce_scatter(g, bytes, *actors, hop_latency(g, platform));
+      else dp_allreduce(g, bytes, *actors, platform);
       end = std::max(end, sg4::Engine::get_clock());
     });
   engine.run();

@@ -52,8 +52,9 @@ std::string why_not_reducible(const SimPlan& plan, const Platform& platform);
 // starting when it would not fit in memory (sim/memory_estimate.h).
 SimResult simulate_step(const SimPlan& plan, const Platform& platform, bool exact = false);
 
-// One ring all-reduce of `bytes` over `ranks` consecutive GPUs of the platform
-// (the collective alone, for checking the formula).  Also once per process.
-double simulate_ring_allreduce(double bytes, int ranks, const Platform& platform);
+// One ring all-reduce (or, with `reduce_scatter`, one reduce-scatter: an all-gather
+// takes the same) of `bytes` over `ranks` consecutive GPUs of the platform (the
+// collective alone, for checking the formula).  Also once per process.
+double simulate_ring_allreduce(double bytes, int ranks, const Platform& platform, bool reduce_scatter = false);
 
 }  // namespace quintnet::sim

@@ -10,6 +10,7 @@
 
 #include "core/cli/args.h"
 #include "core/cli/main_guard.h"
+#include "core/error.h"
 #include "core/plan.h"
 #include "exec/comm/communicator.h"
 #include "exec/launch/rank_env.h"
@@ -62,6 +63,14 @@ int train(int argc, char** argv) {
   if (env.rank == 0)
     for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << '\n';
   core::Plan& plan = loaded.plan;
+  // The simulator and the planner model these (issue 17); the executor does not run them yet.
+  const std::string not_run = plan.recompute != "none"  ? "recompute: " + plan.recompute
+                              : plan.sequence_parallel ? std::string("sequence_parallel: true")
+                              : plan.zero_stage > 0    ? "zero_stage: " + std::to_string(plan.zero_stage)
+                                                       : std::string();
+  if (!not_run.empty())
+    throw core::UserError(plan.source + ": " + not_run + " is modelled by quintnet simulate and plan, but the executor " +
+                          "does not run it yet; remove it to train");
   if (args.value("epochs")) plan.num_epochs = args.get_int("epochs", 1, 1, 1 << 20);
   if (auto path = args.value("dataset-path")) plan.dataset_path = *path;
   if (auto device = args.value("device")) {

@@ -113,6 +113,20 @@ TEST(Plan, RejectsUnknownScheduleStrategyModel) {
   EXPECT_MESSAGE(vit_yaml("precision: fp16\n"), "precision", "unknown precision 'fp16'", "fp32 or bf16");
 }
 
+// Memory at scale: an unknown recompute value, sequence parallelism without tp, and the
+// ZeRO stages that are not built get one message naming the key.
+TEST(Plan, RejectsMemoryOptionsItCannotRun) {
+  EXPECT_MESSAGE(vit_yaml("recompute: some\n"), "recompute", "unknown value 'some'", "none, selective or full");
+  EXPECT_MESSAGE("batch_size: 8\nmesh_dim: [2, 1, 1]\nsequence_parallel: true\n", "sequence_parallel", "tp > 1");
+  EXPECT_MESSAGE(vit_yaml("zero_stage: 2\n"), "zero_stage", "2 is not built", "choose 0 or 1");
+  EXPECT_MESSAGE(vit_yaml("zero_stage: 4\n"), "zero_stage", "out of range");
+  EXPECT_MESSAGE(vit_yaml("sequence_parallel: maybe\n"), "sequence_parallel");
+  const auto plan = parse_plan_text(vit_yaml("recompute: full\nsequence_parallel: true\nzero_stage: 1\n"), "t").plan;
+  EXPECT_EQ(plan.recompute, "full");
+  EXPECT_TRUE(plan.sequence_parallel);
+  EXPECT_EQ(plan.zero_stage, 1);
+}
+
 TEST(Plan, RejectsStrategyThatIgnoresAMeshAxis) {
   EXPECT_MESSAGE(vit_yaml("strategy_name: dp_pp\n"), "strategy_name", "does not use the tp axis");
 }
@@ -171,7 +185,8 @@ TEST(PlanKeys, EveryKeyIsReadAndWritten) {
       "patience: 7\nweight_decay: 0.05\nwarmup_steps: 9\nseed: 7\nmax_samples: 100\nmax_val_samples: 50\n"
       "img_size: 32\npatch_size: 8\nhidden_dim: 48\nin_channels: 3\nn_heads: 3\ndepth: 6\nnum_classes: 5\n"
       "dropout: 0.2\ndevice_type: cuda\nprecision: bf16\nmesh_dim: [2, 1, 1]\nmesh_name: [dp, tp, pp]\n"
-      "strategy_name: dp\nschedule: afab\nvirtual_stages: 1\nbucket_size_mb: 5\nmax_seq_length: 77\n"
+      "strategy_name: dp\nschedule: afab\nvirtual_stages: 1\nbucket_size_mb: 5\nrecompute: selective\nzero_stage: 1\n"
+      "sequence_parallel: false\nmax_seq_length: 77\n"
       "max_target_length: 11\nlog_interval: 3\neval_interval: 4\nsave_interval: 5\noutput_dir: out\n"
       "dataset_path: /data\ncheckpoint_path: /w.safetensors\ndataset_name: d\ntokenizer_path: /tok\n",
       "<vit>");
@@ -184,6 +199,8 @@ TEST(PlanKeys, EveryKeyIsReadAndWritten) {
   EXPECT_EQ(v["dropout"], 0.2);
   EXPECT_EQ(v["precision"], "bf16");
   EXPECT_EQ(v["bucket_size_mb"], 5.0);
+  EXPECT_EQ(v["recompute"], "selective");
+  EXPECT_EQ(v["zero_stage"], 1);
   EXPECT_EQ(v["max_target_length"], 11);
   EXPECT_EQ(v["output_dir"], "out");
   EXPECT_EQ(v["tokenizer_path"], "/tok");

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -44,6 +45,19 @@ TEST(Failures, MissingDatasetNamesThePathAndHowToGetIt) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("/nonexistent/mnist"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("scripts/setup.sh"), std::string::npos) << r.err;
+}
+
+// Recomputation, sequence parallelism and ZeRO-1 are modelled by the simulator and the
+// planner; the executor says it does not run them (one line, exit 2) instead of training
+// without them.
+TEST(Failures, MemoryOptionsTheExecutorDoesNotRunYetExit2) {
+  for (const std::string option : {"recompute: full\n", "zero_stage: 1\n"}) {
+    const std::string config = write_file("memory_option_" + std::to_string(getpid()) + ".yaml", plan(option));
+    auto r = run_command(bin("quintnet-train") + " --config " + config + " --max-steps 1");
+    EXPECT_EQ(r.code, 2) << option << r.err;
+    EXPECT_NE(r.err.find("the executor does not run it yet"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 TEST(Failures, WrongScheduleForTheMeshExits2) {

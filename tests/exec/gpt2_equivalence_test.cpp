@@ -71,8 +71,11 @@ const char* kModel =
 Outcome train(const std::string& name, const std::string& mesh, int nproc, int microbatches = 2,
               const std::string& model = kModel, const std::string& extra = "") {
   static const std::string text = text_folder();
+  // Files of this process's own: every test process trains its own serial() reference,
+  // and two of them writing one gpt2_serial.jsonl read each other's half-written lines.
+  const std::string stem = name + "_" + std::to_string(getpid());
   const std::string config = write_file(
-      name + ".yaml",
+      stem + ".yaml",
       "model: gpt2\nbatch_size: 8\ngrad_acc_steps: " + std::to_string(microbatches) +
           "\nlearning_rate: 1e-3\nmax_seq_length: 16\ndataset_path: " + text +
           "\nmodel_config: " + model + "\nmesh_dim: " + mesh + "\nmesh_name: ['dp', 'tp', 'pp']\nschedule: 1f1b\n" +
@@ -80,14 +83,14 @@ Outcome train(const std::string& name, const std::string& mesh, int nproc, int m
   const std::string dir = ::testing::TempDir() + "/";
   const std::string cmd = bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
                           " --config " + config + " --max-steps 10 --no-eval --quiet --threads 1 --metrics " + dir +
-                          name + ".jsonl --save-params " + dir + name + ".pt";
+                          stem + ".jsonl --save-params " + dir + stem + ".pt";
   auto r = run_command(cmd);
   EXPECT_EQ(r.code, 0) << cmd << "\n" << r.err;
   Outcome o;
-  std::ifstream metrics(dir + name + ".jsonl");
+  std::ifstream metrics(dir + stem + ".jsonl");
   for (std::string line; std::getline(metrics, line);) o.losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
-  load_params(dir + name + ".pt", o.params);
-  for (int r = 0; r < 8; ++r) load_params(dir + name + ".pt.pp" + std::to_string(r), o.params);
+  load_params(dir + stem + ".pt", o.params);
+  for (int r = 0; r < 8; ++r) load_params(dir + stem + ".pt.pp" + std::to_string(r), o.params);
   return o;
 }
 
