@@ -36,11 +36,16 @@ namespace {
 
 // A DP ring hop of the full step: its members (same tp and pp coordinates, rank =
 // tp + TP (dp + DP pp)) are TP ranks apart inside one stage's block of TP x DP ranks.
-enum class RingHops { Inside, Across, Mixed };
+// Inside: every hop inside a node; Across: every hop between nodes (tp a multiple of a
+// node's GPUs); Paired: two members to a node, in order (tp half a node's GPUs, a
+// stage's block whole nodes), so every other hop crosses to the next node and each
+// member has one hop inside and one across; Mixed: other.
+enum class RingHops { Inside, Across, Paired, Mixed };
 RingHops ring_hops(const SimPlan& plan, const Platform& p) {
   const int gpn = p.gpus_per_node, block = plan.tp * plan.dp;
   if (plan.tp * plan.dp * plan.schedule.pp <= gpn || gpn % block == 0) return RingHops::Inside;
   if (plan.tp % gpn == 0) return RingHops::Across;
+  if (2 * plan.tp == gpn && block % gpn == 0) return RingHops::Paired;
   return RingHops::Mixed;
 }
 
@@ -58,7 +63,17 @@ std::string why_not_reducible(const SimPlan& plan, const Platform& p) {
   if (p.topology != Topology::Switch) return "a " + topology_name(p.topology) + " network (replicas share its uplinks unevenly)";
   if (p.hierarchical_collectives) return "hierarchical all-reduces";
   if (world > p.gpus_per_node && p.nics_per_node < p.gpus_per_node) return "replicas share NICs";
-  if (ring_hops(plan, p) == RingHops::Mixed) return "some DP ring hops cross nodes and others do not";
+  const RingHops hops = ring_hops(plan, p);
+  // (With 4 or more members to a node, the members whose both hops stay inside finish
+  // their folded ring steps early in the full step: the replicas are not alike.)
+  if (hops == RingHops::Mixed) return "DP ring hops of which only some cross nodes, not every other one";
+  // Paired: replica 0's member is the first of its node, its ring step in from another
+  // node — the hop that sets the ring's pace — and a transfer out and back through its
+  // own links loads them as that hop does; exact while the core never limits a flow
+  // (it carries all NICs' bandwidth and each flow through it leaves a NIC), in the full
+  // step and in the reduced one alike.
+  if (hops == RingHops::Paired && p.oversubscription > 1)
+    return "an oversubscribed core and DP ring hops of which only some cross nodes";
   return "";
 }
 
@@ -76,7 +91,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform, bool exac
     for (int r = 0; r < world; ++r) layout.placement.push_back(full.rank({0, mesh.coord(r, "tp"), mesh.coord(r, "pp")}));
     layout.full_ranks = full.world_size();
     layout.replicas = replicas;
-    layout.ring_across_nodes = ring_hops(plan, platform) == RingHops::Across;
+    layout.ring_across_nodes = ring_hops(plan, platform) != RingHops::Inside;
   }
 
   // The (src, dst) pairs that exchange messages: stage neighbours and ring neighbours.
