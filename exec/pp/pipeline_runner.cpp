@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "core/error.h"
 #include "exec/trace/trace_recorder.h"
@@ -13,16 +14,26 @@ namespace quintnet::exec {
 using core::Action;
 using core::ActionKind;
 
+namespace {
+
+// The generator dropout draws from on `device` (the CPU's, or the GPU's).
+at::Generator default_generator(const torch::Device& device) {
+  return at::globalContext().defaultGenerator(device.type());
+}
+
+}  // namespace
+
 PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens,
-                               int64_t hidden, bool bf16, int microbatch_threads)
+                               int64_t hidden, bool bf16, int microbatch_threads, bool recompute)
     : schedule_(std::move(schedule)), model_(model), comm_(comm), pp_(comm.axis("pp")), pp_rank_(pp_.rank),
-      tokens_(tokens), hidden_(hidden), bf16_(bf16) {
+      tokens_(tokens), hidden_(hidden), bf16_(bf16), recompute_(recompute) {
   if (schedule_.pp != pp_.size() || schedule_.chunks != static_cast<int>(model_.chunks.size()))
     throw core::UserError("schedule " + schedule_.name + " is for pp " + std::to_string(schedule_.pp) + " with " +
                           std::to_string(schedule_.chunks) + " chunks, the model has pp " + std::to_string(pp_.size()) +
                           " with " + std::to_string(model_.chunks.size()));
   steps_ = core::interpret(schedule_, pp_rank_);
   if (microbatch_threads > 1) {
+    if (recompute_) throw core::UserError("microbatches side by side do not recompute activations");
     if (comm_.world_size() != 1 || model_.chunks.size() != 1)
       throw core::UserError("microbatches side by side need a one-rank run with one chunk");
     side_by_side_ = std::make_unique<MicrobatchThreads>(microbatch_threads,
@@ -47,18 +58,46 @@ void PipelineRunner::forward(const core::Step& step) {
     // pp = 1 with several chunks: the previous stage is local.
     slot.input = slots_[{mb, c - 1}].output.detach().requires_grad_(true);
   }
-  torch::Tensor out = stage_forward(c, slot.input);
-  if (model_.is_last(c)) {
-    const StageLoss l = model_.chunks[c].model->loss(out, (*labels_)[mb]);
-    slot.output = l.loss / schedule_.microbatches;
-    stats_[0] += slot.output.detach();
+  if (recompute_) {
+    // Keep the input only: the backward runs this forward again, drawing the same
+    // dropout masks from the generator state saved here.
+    {
+      at::Generator generator = default_generator(slot.input.device());
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      slot.random_state = generator.get_state();
+    }
+    torch::NoGradGuard no_graph;
+    slot.output = slot_output(mb, c, slot.input, true);
+  } else {
+    slot.output = slot_output(mb, c, slot.input, true);
+  }
+  trace(step, start);
+}
+
+torch::Tensor PipelineRunner::slot_output(int mb, int c, const torch::Tensor& input, bool count) {
+  torch::Tensor out = stage_forward(c, input);
+  if (!model_.is_last(c)) return out;
+  const StageLoss l = model_.chunks[c].model->loss(out, (*labels_)[mb]);
+  const torch::Tensor share = l.loss / schedule_.microbatches;
+  if (count) {
+    stats_[0] += share.detach();
     stats_[3 + mb] += l.loss.detach();
     stats_[1] += l.correct;
     stats_[2] += l.count;
-  } else {
-    slot.output = out;
   }
-  trace(step, start);
+  return share;
+}
+
+void PipelineRunner::recompute_forward(int mb, int c) {
+  Slot& slot = slots_[{mb, c}];
+  at::Generator generator = default_generator(slot.input.device());
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  const torch::Tensor now = generator.get_state();
+  generator.set_state(slot.random_state);
+  slot.output = slot_output(mb, c, slot.input, false);
+  generator.set_state(now);  // the masks after this one come as they would have
+  slot.random_state = torch::Tensor();
+  ++recomputed_;
 }
 
 void PipelineRunner::backward(const core::Step& step) {
@@ -66,6 +105,7 @@ void PipelineRunner::backward(const core::Step& step) {
   const Action& a = step.action;
   ModelChunk& chunk = model_.chunks[a.chunk];
   Slot& slot = slots_[{a.mb, a.chunk}];
+  if (recompute_ && a.kind != ActionKind::BackwardWeight) recompute_forward(a.mb, a.chunk);  // BW: BI's graph
   if (chunk.dp) chunk.dp->sync_next_backward(step.completes_gradients);
   const std::vector<torch::Tensor> grads =
       model_.is_last(a.chunk) ? std::vector<torch::Tensor>{} : std::vector<torch::Tensor>{slot.grad_output};

@@ -40,6 +40,7 @@ int microbatches_side_by_side(const core::Plan& p, const Communicator& comm, con
   const char* why_not = comm.world_size() != 1 || chunks != 1 ? "it needs a one-rank run"
                         : p.device_type != "cpu"               ? "it is for the CPU"
                         : dropout                              ? "the plan has dropout"
+                        : p.recompute != "none"                ? "the plan recomputes activations"
                         : !o.trace_path.empty()                ? "a traced run computes one microbatch at a time"
                         : p.microbatches() < 2                 ? "the plan has one microbatch per step"
                                                                : nullptr;
@@ -236,7 +237,7 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   r->tokens = model.tokens(p);
   const int side_by_side = microbatches_side_by_side(p, comm_, options_, chunks);
   r->runner = std::make_unique<PipelineRunner>(r->schedule, *r->pm, comm_, r->tokens, p.model.hidden(),
-                                               p.precision == "bf16", side_by_side);
+                                               p.precision == "bf16", side_by_side, p.recompute == "full");
 
   r->per_epoch = r->sampler.batches_per_epoch();
   if (r->per_epoch == 0)
@@ -359,6 +360,9 @@ TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
     return r.data->train_batch(r.sampler.microbatch(0, 0, dp.rank, dp.size(), 0, p.microbatches()), device_);
   };
   r.trace->finish(p, *r.pm, r.schedule, probe_batch, {r.tokens, p.model.hidden(), p.precision == "bf16"}, is_logger_);
+  if (r.runner->recomputed_forwards() > 0)
+    r.log->message("activations: " + std::to_string(r.runner->recomputed_forwards()) +
+                   " chunk forwards recomputed in the backward on this rank (recompute: full)");
   r.log->done(r.result);
   return r.result;
 }

@@ -36,13 +36,15 @@ void load_params(const std::string& path, std::map<std::string, torch::Tensor>& 
       into[kv.key().toStringRef()] = kv.value().toTensor();
 }
 
+// `extra`: more plan lines (e.g. "recompute: full\n").
 Outcome train(const std::string& name, const std::string& mesh, int nproc, int microbatches = 2,
-              const std::string& schedule = "1f1b", int chunks = 1, const std::string& threads = "--threads 1") {
+              const std::string& schedule = "1f1b", int chunks = 1, const std::string& threads = "--threads 1",
+              const std::string& extra = "") {
   const std::string config = write_file(
       name + std::to_string(getpid()) + ".yaml", "batch_size: 32\ngrad_acc_steps: " + std::to_string(microbatches) +
                           "\nlearning_rate: 1e-4\nmax_grad_norm: 1.0\nimg_size: 28\npatch_size: 4\nhidden_dim: 64\n"
                           "n_heads: 4\ndepth: 8\nmesh_dim: " + mesh + "\nmesh_name: ['dp', 'tp', 'pp']\nschedule: " +
-                          schedule + "\nvirtual_stages: " + std::to_string(chunks) + "\n");
+                          schedule + "\nvirtual_stages: " + std::to_string(chunks) + "\n" + extra);
   // This process's own files: ctest -j runs several tests that train the same reference.
   const std::string dir = ::testing::TempDir() + "/eq" + std::to_string(getpid()) + "_";
   const std::string cmd = bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
@@ -157,6 +159,33 @@ TEST(Equivalence, MicrobatchesSideBySideMatchSerial) {
 
 TEST(Equivalence, Full3D2x2x2MatchesSerial) {
   expect_equivalent(serial(2), train("dp2tp2pp2", "[2, 2, 2]", 8), "dp=2 x tp=2 x pp=2");
+}
+
+// recompute: full — each chunk keeps only its input and runs its forward again inside
+// its backward (BI under ZB-H1, whose BW then uses BI's graph): the same losses and
+// parameters as the serial run on 1F1B, ZB-H1 and 2x2x2.
+TEST(Equivalence, RecomputationMatchesSerialOnEverySchedule) {
+  const std::string full = "recompute: full\n";
+  const Outcome pp2 = train("pp2_1f1b_rc", "[1, 1, 2]", 2, 4, "1f1b", 1, "--threads 1", full);
+  expect_equivalent(serial(4), pp2, "pp=2 1f1b recompute", true);
+  // Rank 0 (stage 0) recomputed each of its 4 microbatches' forwards in 10 steps.
+  EXPECT_NE(pp2.log.find("activations: 40 chunk forwards recomputed"), std::string::npos) << pp2.log;
+  expect_equivalent(serial(4), train("pp2_zb_rc", "[1, 1, 2]", 2, 4, "zb-h1", 1, "--threads 1", full),
+                    "pp=2 zb-h1 recompute", true);
+  expect_equivalent(serial(2), train("dp2tp2pp2_rc", "[2, 2, 2]", 8, 2, "1f1b", 1, "--threads 1", full),
+                    "dp=2 x tp=2 x pp=2 recompute");
+}
+
+// With dropout the recomputed forward draws the masks the first one drew (the generator
+// state saved with the chunk's input), and the masks after it come as without
+// recomputation: a pp 2 run with dropout 0.1 gives the same losses and parameters with
+// and without recomputation.
+TEST(Equivalence, RecomputationRedrawsTheSameDropoutMasks) {
+  const std::string dropout = "dropout: 0.1\n";
+  const Outcome plain = train("pp2_dropout", "[1, 1, 2]", 2, 4, "1f1b", 1, "--threads 1", dropout);
+  const Outcome again = train("pp2_dropout_rc", "[1, 1, 2]", 2, 4, "1f1b", 1, "--threads 1", dropout + "recompute: full\n");
+  expect_equivalent(plain, again, "pp=2 dropout recompute", true);
+  EXPECT_NE(plain.losses, serial(4).losses) << "dropout 0.1 changed nothing";
 }
 
 }  // namespace

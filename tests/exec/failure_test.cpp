@@ -47,11 +47,11 @@ TEST(Failures, MissingDatasetNamesThePathAndHowToGetIt) {
   EXPECT_NE(r.err.find("scripts/setup.sh"), std::string::npos) << r.err;
 }
 
-// Recomputation, sequence parallelism and ZeRO-1 are modelled by the simulator and the
-// planner; the executor says it does not run them (one line, exit 2) instead of training
-// without them.
+// Selective recomputation, sequence parallelism and ZeRO-1 are modelled by the simulator
+// and the planner; the executor says it does not run them (one line, exit 2) instead of
+// training without them.
 TEST(Failures, MemoryOptionsTheExecutorDoesNotRunYetExit2) {
-  for (const std::string option : {"recompute: full\n", "zero_stage: 1\n"}) {
+  for (const std::string option : {"recompute: selective\n", "zero_stage: 1\n"}) {
     const std::string config = write_file("memory_option_" + std::to_string(getpid()) + ".yaml", plan(option));
     auto r = run_command(bin("quintnet-train") + " --config " + config + " --max-steps 1");
     EXPECT_EQ(r.code, 2) << option << r.err;
