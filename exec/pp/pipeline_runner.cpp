@@ -91,11 +91,16 @@ torch::Tensor PipelineRunner::slot_output(int mb, int c, const torch::Tensor& in
 void PipelineRunner::recompute_forward(int mb, int c) {
   Slot& slot = slots_[{mb, c}];
   at::Generator generator = default_generator(slot.input.device());
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  const torch::Tensor now = generator.get_state();
-  generator.set_state(slot.random_state);
+  // The generator's lock only around its state: dropout takes it for every mask.
+  auto swap_state = [&](const torch::Tensor& state) {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    const torch::Tensor before = generator.get_state();
+    generator.set_state(state);
+    return before;
+  };
+  const torch::Tensor now = swap_state(slot.random_state);
   slot.output = slot_output(mb, c, slot.input, false);
-  generator.set_state(now);  // the masks after this one come as they would have
+  swap_state(now);  // the masks after this one come as they would have
   slot.random_state = torch::Tensor();
   ++recomputed_;
 }

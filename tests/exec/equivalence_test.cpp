@@ -176,16 +176,4 @@ TEST(Equivalence, RecomputationMatchesSerialOnEverySchedule) {
                     "dp=2 x tp=2 x pp=2 recompute");
 }
 
-// With dropout the recomputed forward draws the masks the first one drew (the generator
-// state saved with the chunk's input), and the masks after it come as without
-// recomputation: a pp 2 run with dropout 0.1 gives the same losses and parameters with
-// and without recomputation.
-TEST(Equivalence, RecomputationRedrawsTheSameDropoutMasks) {
-  const std::string dropout = "dropout: 0.1\n";
-  const Outcome plain = train("pp2_dropout", "[1, 1, 2]", 2, 4, "1f1b", 1, "--threads 1", dropout);
-  const Outcome again = train("pp2_dropout_rc", "[1, 1, 2]", 2, 4, "1f1b", 1, "--threads 1", dropout + "recompute: full\n");
-  expect_equivalent(plain, again, "pp=2 dropout recompute", true);
-  EXPECT_NE(plain.losses, serial(4).losses) << "dropout 0.1 changed nothing";
-}
-
 }  // namespace
