@@ -26,8 +26,9 @@ packages=(
   dpkg-dev
   # core
   nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
-  # tests and benchmarks; clang's libFuzzer and sanitizers (scripts/sanitize.sh)
-  libgtest-dev libbenchmark-dev clang-14 libfuzzer-14-dev
+  # tests and benchmarks; clang's libFuzzer and sanitizers (scripts/sanitize.sh): the
+  # ASan/UBSan runtimes are their own package, not always pulled in by clang-14
+  libgtest-dev libbenchmark-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev
   # exec: LibTorch (CPU) + c10d; OpenBLAS so matmuls do not fall back to the reference BLAS;
   # OpenMPI's mpirun, one of the launchers ranks understand
   libtorch-dev libgloo-dev libopenblas0-openmp openmpi-bin
