@@ -3,16 +3,22 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 
 #include "exec/kernels/attention_cpu.h"
+#include "exec/models/random_state.h"
+#include "exec/train/autocast.h"
 
 namespace quintnet::exec {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+thread_local bool recompute_attention = false;  // RecomputeAttentionScope
+std::atomic<long> recomputed{0};
 
 // q, k, v as the kernel reads them: the same strides, the head dim contiguous.
 bool kernel_can_read(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
@@ -44,24 +50,31 @@ void for_each_head(const kernels::AttentionDims& s, F f) {
   at::parallel_for(0, pairs, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, work)), f);
 }
 
+// keep_probs false (selective recomputation): the backward runs the forward kernel
+// again for the softmax instead of keeping it between the passes.
 struct FusedAttention : torch::autograd::Function<FusedAttention> {
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k, torch::Tensor v, bool causal) {
-    const kernels::AttentionDims s = dims_of(q, causal);
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k, torch::Tensor v, bool causal,
+                               bool keep_probs) {
     torch::Tensor out = torch::empty(q.sizes(), q.options());
-    torch::Tensor probs = torch::empty({s.batch, s.heads, s.tokens, s.tokens}, q.options());
-    for_each_head(s, [&](int64_t first, int64_t last) {
-      kernels::attention_forward(s, q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
-                                 out.data_ptr<float>(), probs.data_ptr<float>(), first, last);
-    });
-    ctx->save_for_backward({q, k, v, probs});
+    torch::Tensor probs = softmax_and_output(q, k, v, causal, out);
+    ctx->save_for_backward(keep_probs ? variable_list{q, k, v, probs} : variable_list{q, k, v});
     ctx->saved_data["causal"] = causal;
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &probs = saved[3];
-    const kernels::AttentionDims s = dims_of(q, ctx->saved_data["causal"].toBool());
+    const torch::Tensor &q = saved[0], &k = saved[1], &v = saved[2];
+    const bool causal = ctx->saved_data["causal"].toBool();
+    torch::Tensor probs;
+    if (saved.size() == 4) {
+      probs = saved[3];
+    } else {
+      torch::Tensor unused_out = torch::empty(q.sizes(), q.options());
+      probs = softmax_and_output(q, k, v, causal, unused_out);
+      ++recomputed;
+    }
+    const kernels::AttentionDims s = dims_of(q, causal);
     const torch::Tensor dout = grads[0].contiguous();
     torch::Tensor dq = torch::empty(q.sizes(), q.options()), dk = torch::empty(q.sizes(), q.options()),
                   dv = torch::empty(q.sizes(), q.options());
@@ -70,14 +83,24 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
                                   probs.data_ptr<float>(), dout.data_ptr<float>(), dq.data_ptr<float>(),
                                   dk.data_ptr<float>(), dv.data_ptr<float>(), first, last);
     });
-    return {dq, dk, dv, torch::Tensor()};
+    return {dq, dk, dv, torch::Tensor(), torch::Tensor()};
+  }
+
+  // The kernel's forward into `out`; returns the softmax [B, H, T, T].
+  static torch::Tensor softmax_and_output(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                          bool causal, torch::Tensor& out) {
+    const kernels::AttentionDims s = dims_of(q, causal);
+    torch::Tensor probs = torch::empty({s.batch, s.heads, s.tokens, s.tokens}, q.options());
+    for_each_head(s, [&](int64_t first, int64_t last) {
+      kernels::attention_forward(s, q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+                                 out.data_ptr<float>(), probs.data_ptr<float>(), first, last);
+    });
+    return probs;
   }
 };
 
-}  // namespace
-
-torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
-                                  double dropout, bool training) {
+torch::Tensor reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
+                        double dropout, bool training) {
   const int64_t t = q.size(1);
   // [B, T, H, d] -> [B, H, T, d]; the 1/√d scale on q ([.., T, d]), not on the scores ([.., T, T]).
   const torch::Tensor qh = q.transpose(1, 2) * (1.0 / std::sqrt(static_cast<double>(q.size(3))));
@@ -88,6 +111,61 @@ torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k
   }
   const torch::Tensor weights = torch::dropout(torch::softmax(scores, -1), dropout, training);
   return torch::matmul(weights, v.transpose(1, 2)).transpose(1, 2).contiguous();
+}
+
+// The composition under selective recomputation: the forward keeps q, k, v, the
+// generator's state (for the dropout masks) and whether autocast was on; the backward
+// runs the composition again as it ran and differentiates it.
+struct RecomputedReference : torch::autograd::Function<RecomputedReference> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k, torch::Tensor v, bool causal,
+                               double dropout, bool training) {
+    ctx->save_for_backward({q, k, v});
+    ctx->saved_data["causal"] = causal;
+    ctx->saved_data["dropout"] = dropout;
+    ctx->saved_data["training"] = training;
+    ctx->saved_data["autocast"] = autocast_active(q.device());
+    if (training && dropout > 0.0) ctx->saved_data["random_state"] = random_state(q.device());
+    return reference(q, k, v, causal, dropout, training);  // a custom forward records no graph
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    variable_list qkv = ctx->get_saved_variables();
+    for (torch::Tensor& t : qkv) t = t.detach().requires_grad_(true);
+    const torch::Device device = qkv[0].device();
+    const bool draws = ctx->saved_data.count("random_state") > 0;
+    const torch::Tensor now = draws ? swap_random_state(device, ctx->saved_data["random_state"].toTensor()) : torch::Tensor();
+    torch::Tensor out;
+    {
+      torch::AutoGradMode with_graph(true);
+      AutocastScope autocast(ctx->saved_data["autocast"].toBool(), device);
+      out = reference(qkv[0], qkv[1], qkv[2], ctx->saved_data["causal"].toBool(), ctx->saved_data["dropout"].toDouble(),
+                      ctx->saved_data["training"].toBool());
+    }
+    if (draws) swap_random_state(device, now);  // the masks after this one come as they would have
+    ++recomputed;
+    variable_list d = torch::autograd::grad({out}, qkv, {grads[0]});
+    return {d[0], d[1], d[2], torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// The composition, recomputed in the backward under RecomputeAttentionScope.
+torch::Tensor composition(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
+                          double dropout, bool training) {
+  if (recompute_attention && torch::GradMode::is_enabled())
+    return RecomputedReference::apply(q, k, v, causal, dropout, training);
+  return reference(q, k, v, causal, dropout, training);
+}
+
+}  // namespace
+
+RecomputeAttentionScope::RecomputeAttentionScope(bool on) : before_(recompute_attention) { recompute_attention = on; }
+RecomputeAttentionScope::~RecomputeAttentionScope() { recompute_attention = before_; }
+
+long attention_cores_recomputed() { return recomputed.load(); }
+
+torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
+                                  double dropout, bool training) {
+  return reference(q, k, v, causal, dropout, training);
 }
 
 bool sdpa_available() { return TORCH_VERSION_MAJOR >= 2; }
@@ -106,7 +184,7 @@ torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, con
 
 torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
                              double dropout, bool training) {
-  if (training && dropout > 0.0) return attention_reference(q, k, v, causal, dropout, training);
+  if (training && dropout > 0.0) return composition(q, k, v, causal, dropout, training);
   // LibTorch 2.x's fused kernels: on a GPU (flash / memory-efficient attention), and on
   // the CPU for heads 64 wide or more, where its flash kernel beats ours (attention_bench
   // on 2.15, forward + backward: 5.8 vs 7.6 ms for GPT-2 124M's heads; ours wins on the
@@ -116,10 +194,10 @@ torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, con
     // Under bf16 autocast: the kernel in fp32 on upcast copies (as LibTorch's own CPU
     // attention accumulates in fp32); the next projection casts its input back.
     const torch::Tensor qf = q.to(torch::kFloat32), kf = k.to(torch::kFloat32), vf = v.to(torch::kFloat32);
-    if (kernel_can_read(qf, kf, vf)) return FusedAttention::apply(qf, kf, vf, causal);
+    if (kernel_can_read(qf, kf, vf)) return FusedAttention::apply(qf, kf, vf, causal, !recompute_attention);
   }
-  if (!kernel_can_read(q, k, v)) return attention_reference(q, k, v, causal, dropout, training);
-  return FusedAttention::apply(q, k, v, causal);
+  if (!kernel_can_read(q, k, v)) return composition(q, k, v, causal, dropout, training);
+  return FusedAttention::apply(q, k, v, causal, !recompute_attention);
 }
 
 }  // namespace quintnet::exec

@@ -3,9 +3,10 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <mutex>
 
 #include "core/error.h"
+#include "exec/models/attention.h"
+#include "exec/models/random_state.h"
 #include "exec/trace/trace_recorder.h"
 #include "exec/train/autocast.h"
 
@@ -14,17 +15,15 @@ namespace quintnet::exec {
 using core::Action;
 using core::ActionKind;
 
-namespace {
-
-// The generator dropout draws from on `device` (the CPU's, or the GPU's).
-at::Generator default_generator(const torch::Device& device) {
-  return at::globalContext().defaultGenerator(device.type());
+Recompute recompute_from_plan(const std::string& value) {
+  if (value == "selective") return Recompute::Selective;
+  if (value == "full") return Recompute::Full;
+  if (value == "none") return Recompute::None;
+  throw core::UserError("recompute: '" + value + "' is none of none, selective, full");
 }
 
-}  // namespace
-
 PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens,
-                               int64_t hidden, bool bf16, int microbatch_threads, bool recompute)
+                               int64_t hidden, bool bf16, int microbatch_threads, Recompute recompute)
     : schedule_(std::move(schedule)), model_(model), comm_(comm), pp_(comm.axis("pp")), pp_rank_(pp_.rank),
       tokens_(tokens), hidden_(hidden), bf16_(bf16), recompute_(recompute) {
   if (schedule_.pp != pp_.size() || schedule_.chunks != static_cast<int>(model_.chunks.size()))
@@ -33,7 +32,7 @@ PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Co
                           " with " + std::to_string(model_.chunks.size()));
   steps_ = core::interpret(schedule_, pp_rank_);
   if (microbatch_threads > 1) {
-    if (recompute_) throw core::UserError("microbatches side by side do not recompute activations");
+    if (recompute_ != Recompute::None) throw core::UserError("microbatches side by side do not recompute activations");
     if (comm_.world_size() != 1 || model_.chunks.size() != 1)
       throw core::UserError("microbatches side by side need a one-rank run with one chunk");
     side_by_side_ = std::make_unique<MicrobatchThreads>(microbatch_threads,
@@ -43,6 +42,7 @@ PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Co
 
 torch::Tensor PipelineRunner::stage_forward(int c, const torch::Tensor& input) {
   AutocastScope autocast(bf16_, input.device());
+  RecomputeAttentionScope selective(recompute_ == Recompute::Selective);
   // fp32 out of the stage: a no-op without autocast; with it, the p2p buffers and the
   // loss (computed outside the scope) stay fp32.
   return model_.chunks[c].model->forward(input).to(torch::kFloat32);
@@ -58,14 +58,10 @@ void PipelineRunner::forward(const core::Step& step) {
     // pp = 1 with several chunks: the previous stage is local.
     slot.input = slots_[{mb, c - 1}].output.detach().requires_grad_(true);
   }
-  if (recompute_) {
+  if (recompute_ == Recompute::Full) {
     // Keep the input only: the backward runs this forward again, drawing the same
     // dropout masks from the generator state saved here.
-    {
-      at::Generator generator = default_generator(slot.input.device());
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      slot.random_state = generator.get_state();
-    }
+    slot.random_state = random_state(slot.input.device());
     torch::NoGradGuard no_graph;
     slot.output = slot_output(mb, c, slot.input, true);
   } else {
@@ -90,17 +86,9 @@ torch::Tensor PipelineRunner::slot_output(int mb, int c, const torch::Tensor& in
 
 void PipelineRunner::recompute_forward(int mb, int c) {
   Slot& slot = slots_[{mb, c}];
-  at::Generator generator = default_generator(slot.input.device());
-  // The generator's lock only around its state: dropout takes it for every mask.
-  auto swap_state = [&](const torch::Tensor& state) {
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    const torch::Tensor before = generator.get_state();
-    generator.set_state(state);
-    return before;
-  };
-  const torch::Tensor now = swap_state(slot.random_state);
+  const torch::Tensor now = swap_random_state(slot.input.device(), slot.random_state);
   slot.output = slot_output(mb, c, slot.input, false);
-  swap_state(now);  // the masks after this one come as they would have
+  swap_random_state(slot.input.device(), now);  // the masks after this one come as they would have
   slot.random_state = torch::Tensor();
   ++recomputed_;
 }
@@ -110,7 +98,7 @@ void PipelineRunner::backward(const core::Step& step) {
   const Action& a = step.action;
   ModelChunk& chunk = model_.chunks[a.chunk];
   Slot& slot = slots_[{a.mb, a.chunk}];
-  if (recompute_ && a.kind != ActionKind::BackwardWeight) recompute_forward(a.mb, a.chunk);  // BW: BI's graph
+  if (recompute_ == Recompute::Full && a.kind != ActionKind::BackwardWeight) recompute_forward(a.mb, a.chunk);  // BW: BI's graph
   if (chunk.dp) chunk.dp->sync_next_backward(step.completes_gradients);
   const std::vector<torch::Tensor> grads =
       model_.is_last(a.chunk) ? std::vector<torch::Tensor>{} : std::vector<torch::Tensor>{slot.grad_output};

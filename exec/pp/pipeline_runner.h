@@ -37,6 +37,10 @@ struct EvalStats {
   double samples = 0.0;
 };
 
+// What a backward computes again instead of keeping it from the forward.
+enum class Recompute { None, Selective, Full };
+Recompute recompute_from_plan(const std::string& value);  // "none" | "selective" | "full"
+
 class PipelineRunner : private core::ScheduleHandler {
  public:
   // tokens, hidden: the activation shape between stages is [micro-batch, tokens, hidden].
@@ -44,11 +48,12 @@ class PipelineRunner : private core::ScheduleHandler {
   // boundary and what the loss reads stay fp32.
   // microbatch_threads > 1 (one rank, one chunk, no dropout: the trainer decides):
   // that many microbatches at once, the rank's intra-op threads shared among them.
-  // recompute (plan `recompute: full`): each chunk's forward runs without keeping its
-  // activations, only its input; the backward (B, or BI under ZB-H1) runs the forward
-  // again with the random state it had, then differentiates it.
+  // recompute (plan key `recompute`): Full — each chunk's forward runs without keeping
+  // its activations, only its input; the backward (B, or BI under ZB-H1) runs the
+  // forward again with the random state it had, then differentiates it.  Selective —
+  // the forwards keep everything but the attention cores' softmax (exec/models/attention.h).
   PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens, int64_t hidden,
-                 bool bf16 = false, int microbatch_threads = 1, bool recompute = false);
+                 bool bf16 = false, int microbatch_threads = 1, Recompute recompute = Recompute::None);
 
   // One optimizer step's forward and backward passes (everything up to OPTIMIZER_STEP).
   // inputs/labels: one tensor per microbatch (the first stage reads the inputs, the
@@ -58,13 +63,13 @@ class PipelineRunner : private core::ScheduleHandler {
   // Forward only through all stages; the figures on every pp rank.
   EvalStats evaluate(const torch::Tensor& input, const torch::Tensor& labels);
 
-  // Chunk forwards run again inside a backward so far (recompute).
+  // Chunk forwards run again inside a backward so far (Recompute::Full).
   long recomputed_forwards() const { return recomputed_; }
 
  private:
   struct Slot {  // one (microbatch, chunk) in flight
     torch::Tensor input, output, grad_output, input_grad;
-    torch::Tensor random_state;  // recompute: the generator's state before the forward
+    torch::Tensor random_state;  // Recompute::Full: the generator's state before the forward
   };
   using Key = std::pair<int, int>;  // (mb, chunk)
 
@@ -97,7 +102,7 @@ class PipelineRunner : private core::ScheduleHandler {
   int pp_rank_;
   int64_t tokens_, hidden_;
   bool bf16_;
-  bool recompute_;
+  Recompute recompute_;
   long recomputed_ = 0;
   std::vector<core::Step> steps_;  // this rank's actions, read (core/schedule_interpreter.h)
   // The step being run: its microbatches and the statistics the last stage adds up.

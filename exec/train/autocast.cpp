@@ -26,6 +26,8 @@ void set_dtype(bool cuda, at::ScalarType t) {
 
 }  // namespace
 
+bool autocast_active(const torch::Device& device) { return enabled(device.is_cuda()); }
+
 AutocastScope::AutocastScope(bool on, const torch::Device& device) : enabled_(on), cuda_(device.is_cuda()) {
   if (!enabled_) return;
   was_enabled_ = enabled(cuda_);

@@ -12,6 +12,9 @@
 
 namespace quintnet::exec {
 
+// Whether a forward on `device` runs under autocast now (a recomputation re-enters it).
+bool autocast_active(const torch::Device& device);
+
 class AutocastScope {
  public:
   // on false: does nothing (fp32 runs pay no cost).

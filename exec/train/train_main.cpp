@@ -64,8 +64,7 @@ int train(int argc, char** argv) {
     for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << '\n';
   core::Plan& plan = loaded.plan;
   // The simulator and the planner model these (issue 17); the executor does not run them yet.
-  const std::string not_run = plan.recompute == "selective" ? "recompute: selective"
-                              : plan.sequence_parallel ? std::string("sequence_parallel: true")
+  const std::string not_run = plan.sequence_parallel ? std::string("sequence_parallel: true")
                               : plan.zero_stage > 0    ? "zero_stage: " + std::to_string(plan.zero_stage)
                                                        : std::string();
   if (!not_run.empty())

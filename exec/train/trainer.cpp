@@ -14,6 +14,7 @@
 #include "exec/checkpoint/checkpoint.h"
 #include "exec/data/batch_sampler.h"
 #include "exec/data/training_data.h"
+#include "exec/models/attention.h"
 #include "exec/models/registry.h"
 #include "exec/models/serial_state.h"
 #include "exec/trace/trace_recorder.h"
@@ -237,7 +238,7 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   r->tokens = model.tokens(p);
   const int side_by_side = microbatches_side_by_side(p, comm_, options_, chunks);
   r->runner = std::make_unique<PipelineRunner>(r->schedule, *r->pm, comm_, r->tokens, p.model.hidden(),
-                                               p.precision == "bf16", side_by_side, p.recompute == "full");
+                                               p.precision == "bf16", side_by_side, recompute_from_plan(p.recompute));
 
   r->per_epoch = r->sampler.batches_per_epoch();
   if (r->per_epoch == 0)
@@ -363,6 +364,9 @@ TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
   if (r.runner->recomputed_forwards() > 0)
     r.log->message("activations: " + std::to_string(r.runner->recomputed_forwards()) +
                    " chunk forwards recomputed in the backward on this rank (recompute: full)");
+  if (attention_cores_recomputed() > 0)
+    r.log->message("activations: " + std::to_string(attention_cores_recomputed()) +
+                   " attention cores recomputed in the backward on this rank (recompute: selective)");
   r.log->done(r.result);
   return r.result;
 }

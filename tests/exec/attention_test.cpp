@@ -108,3 +108,33 @@ TEST(AttentionCore, SdpaMatchesMatmulSoftmaxMatmulOnLibTorch2) {
       expect_close(results[0][i], results[1][i], std::string("sdpa t") + std::to_string(c.t) + " " + names[i]);
   }
 }
+
+// Selective recomputation (RecomputeAttentionScope): the backward computes the softmax
+// (and the dropout mask) again instead of keeping it, and gives the same output and
+// input gradients bit for bit — on the fused kernel, and on the composition with dropout,
+// where it must draw the forward's mask again and leave the generator as it found it.
+TEST(AttentionCore, SelectiveRecomputationGivesTheSameGradients) {
+  for (double dropout : {0.0, 0.3}) {
+    torch::manual_seed(21);
+    const torch::Tensor q0 = torch::randn({2, 9, 2, 16}), k0 = torch::randn({2, 9, 2, 16}),
+                        v0 = torch::randn({2, 9, 2, 16}), upstream = torch::randn({2, 9, 2, 16});
+    std::vector<std::vector<torch::Tensor>> results;
+    for (bool recompute : {false, true}) {
+      torch::Tensor q = q0.clone().requires_grad_(true), k = k0.clone().requires_grad_(true),
+                    v = v0.clone().requires_grad_(true);
+      torch::manual_seed(3);
+      const long before = attention_cores_recomputed();
+      torch::Tensor out;
+      {
+        RecomputeAttentionScope selective(recompute);
+        out = attention_core(q, k, v, /*causal=*/true, dropout, /*training=*/true);
+      }
+      (out * upstream).sum().backward();
+      EXPECT_EQ(attention_cores_recomputed() - before, recompute ? 1 : 0) << "dropout " << dropout;
+      // The next draw after the backward: as without recomputation.
+      results.push_back({out, q.grad(), k.grad(), v.grad(), torch::rand({4})});
+    }
+    for (size_t i = 0; i < results[0].size(); ++i)
+      EXPECT_TRUE(torch::equal(results[0][i], results[1][i])) << "dropout " << dropout << ", result " << i;
+  }
+}

