@@ -85,13 +85,15 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
   info.file = shard_file(rank);
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
     FlatParameters& flat = *pm.chunks[c].flat;
-    FlatAdamW& opt = *optimizers[c];
+    // ZeRO-1: the moments gathered from the dp ranks' pieces, so that the shard has the
+    // same contents with and without it and loads onto any dp.
+    auto [exp_avg, exp_avg_sq] = optimizers[c]->whole_moments();
     for (const auto& slot : flat.slots()) {
       info.tensors.push_back(slot.name);
       // Cloned: pickling a view would store its whole flat buffer.
       dict.insert("param/" + slot.name, slot_view(flat.params(), slot).clone().cpu());
-      dict.insert("exp_avg/" + slot.name, slot_view(opt.exp_avg(), slot).clone().cpu());
-      dict.insert("exp_avg_sq/" + slot.name, slot_view(opt.exp_avg_sq(), slot).clone().cpu());
+      dict.insert("exp_avg/" + slot.name, slot_view(exp_avg, slot).clone().cpu());
+      dict.insert("exp_avg_sq/" + slot.name, slot_view(exp_avg_sq, slot).clone().cpu());
     }
   }
   dict.insert("rng/cpu", at::detail::getDefaultCPUGenerator().get_state());
@@ -173,7 +175,8 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
     FlatParameters& flat = *pm.chunks[c].flat;
     FlatAdamW& opt = *optimizers[c];
     const auto dims = tp_shard_dims(*pm.chunks[c].model);
-    std::vector<torch::Tensor*> buffers = {&flat.params(), &opt.exp_avg(), &opt.exp_avg_sq()};
+    torch::Tensor exp_avg = torch::empty_like(flat.params()), exp_avg_sq = torch::empty_like(flat.params());
+    std::vector<torch::Tensor*> buffers = {&flat.params(), &exp_avg, &exp_avg_sq};
     for (const auto& slot : flat.slots())
       for (size_t k = 0; k < kStateKinds.size(); ++k) {
         const std::string key = kStateKinds[k] + slot.name;
@@ -190,6 +193,7 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
         }
         copy_into(slot_view(*buffers[k], slot), value, key);
       }
+    opt.load_whole_moments(exp_avg, exp_avg_sq);  // ZeRO-1: this dp rank's pieces
     opt.set_steps(m.step);
   }
   // The RNG streams belong to ranks; on another mesh they are not carried over.

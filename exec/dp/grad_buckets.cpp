@@ -47,6 +47,12 @@ GradBuckets::~GradBuckets() {
   for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
 }
 
+std::vector<GradBuckets::Range> GradBuckets::ranges() const {
+  std::vector<Range> out;
+  for (const Bucket& b : buckets_) out.push_back({b.offset, b.numel});
+  return out;
+}
+
 void GradBuckets::sync_next_backward(bool sync) { sync_ = sync; }
 
 void GradBuckets::mark_ready(int slot) {

@@ -36,6 +36,11 @@ class GradBuckets {
   void finish();
 
   int num_buckets() const { return static_cast<int>(buckets_.size()); }
+  // Each bucket's range of the flat gradient buffer, in buffer order.
+  struct Range {
+    std::int64_t offset = 0, numel = 0;
+  };
+  std::vector<Range> ranges() const;
   // The last finished step's all-reduces, in launch order: for tests and traces.
   struct Launch {
     int bucket;

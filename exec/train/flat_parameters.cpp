@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "exec/dp/zero_shards.h"
+
 namespace quintnet::exec {
 
 FlatParameters::FlatParameters(torch::nn::Module& model, const std::map<std::string, int>& sharded) {
@@ -27,15 +29,28 @@ FlatParameters::FlatParameters(torch::nn::Module& model, const std::map<std::str
   }
 }
 
-FlatAdamW::FlatAdamW(FlatParameters& flat, double weight_decay, double beta1, double beta2, double eps)
-    : flat_(flat), weight_decay_(weight_decay), beta1_(beta1), beta2_(beta2), eps_(eps),
-      exp_avg_(torch::zeros_like(flat.params())), exp_avg_sq_(torch::zeros_like(flat.params())) {}
+FlatAdamW::FlatAdamW(FlatParameters& flat, double weight_decay, std::shared_ptr<ZeroShards> shards, double beta1,
+                     double beta2, double eps)
+    : flat_(flat), weight_decay_(weight_decay), beta1_(beta1), beta2_(beta2), eps_(eps), shards_(std::move(shards)) {
+  const int64_t held = shards_ ? shards_->numel() : flat.params().numel();
+  exp_avg_ = torch::zeros({held}, flat.params().options());
+  exp_avg_sq_ = torch::zeros({held}, flat.params().options());
+}
 
 void FlatAdamW::step(double lr) {
   torch::NoGradGuard no_grad;
   ++step_;
-  torch::Tensor& p = flat_.params();
-  const torch::Tensor& g = flat_.grads();
+  if (!shards_) {
+    update(flat_.params(), flat_.grads(), lr);
+    return;
+  }
+  torch::Tensor p = shards_->take(flat_.params());
+  update(p, shards_->take(flat_.grads()), lr);
+  shards_->put(p, flat_.params());
+  shards_->all_gather(flat_.params());
+}
+
+void FlatAdamW::update(torch::Tensor& p, const torch::Tensor& g, double lr) {
   p.mul_(1.0 - lr * weight_decay_);
   exp_avg_.mul_(beta1_).add_(g, 1.0 - beta1_);
   exp_avg_sq_.mul_(beta2_).addcmul_(g, g, 1.0 - beta2_);
@@ -43,6 +58,21 @@ void FlatAdamW::step(double lr) {
   const double bias2 = 1.0 - std::pow(beta2_, static_cast<double>(step_));
   torch::Tensor denom = (exp_avg_sq_.sqrt() / std::sqrt(bias2)).add_(eps_);
   p.addcdiv_(exp_avg_, denom, -lr / bias1);
+}
+
+std::pair<torch::Tensor, torch::Tensor> FlatAdamW::whole_moments() const {
+  if (!shards_) return {exp_avg_, exp_avg_sq_};
+  return {shards_->gather_whole(exp_avg_, flat_.params()), shards_->gather_whole(exp_avg_sq_, flat_.params())};
+}
+
+void FlatAdamW::load_whole_moments(const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq) {
+  torch::NoGradGuard no_grad;
+  exp_avg_.copy_(shards_ ? shards_->take(exp_avg) : exp_avg);
+  exp_avg_sq_.copy_(shards_ ? shards_->take(exp_avg_sq) : exp_avg_sq);
+}
+
+std::int64_t FlatAdamW::state_bytes() const {
+  return (exp_avg_.numel() + exp_avg_sq_.numel()) * static_cast<std::int64_t>(exp_avg_.element_size());
 }
 
 }  // namespace quintnet::exec

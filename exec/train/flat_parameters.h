@@ -10,11 +10,16 @@
 // produces their gradients — so gradient buckets are consecutive ranges.
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace quintnet::exec {
+
+class ZeroShards;
 
 class FlatParameters {
  public:
@@ -43,21 +48,30 @@ class FlatParameters {
 
 // AdamW (decoupled weight decay, bias correction: the same arithmetic as
 // torch::optim::AdamW) over the flat buffers: a dozen tensor operations per step.
+// With ZeRO-1 shards (plan `zero_stage: 1`) it keeps the moments of this dp rank's
+// pieces only, updates those parameters and all-gathers the rest from the other ranks.
 class FlatAdamW {
  public:
-  FlatAdamW(FlatParameters& flat, double weight_decay, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8);
+  FlatAdamW(FlatParameters& flat, double weight_decay, std::shared_ptr<ZeroShards> shards = nullptr,
+            double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8);
   void step(double lr);
 
   long steps() const { return step_; }
   void set_steps(long steps) { step_ = steps; }  // resuming from a checkpoint
-  torch::Tensor& exp_avg() { return exp_avg_; }
-  torch::Tensor& exp_avg_sq() { return exp_avg_sq_; }
+  // The moments of the whole buffer (checkpoints): collective over dp under ZeRO-1.
+  std::pair<torch::Tensor, torch::Tensor> whole_moments() const;
+  void load_whole_moments(const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq);
+  // Bytes of optimizer state this rank holds.
+  std::int64_t state_bytes() const;
 
  private:
+  void update(torch::Tensor& p, const torch::Tensor& g, double lr);
+
   FlatParameters& flat_;
   double weight_decay_, beta1_, beta2_, eps_;
+  std::shared_ptr<ZeroShards> shards_;  // null: this rank updates every parameter
   long step_ = 0;
-  torch::Tensor exp_avg_, exp_avg_sq_;
+  torch::Tensor exp_avg_, exp_avg_sq_;  // the whole buffer's, or this rank's pieces'
 };
 
 }  // namespace quintnet::exec

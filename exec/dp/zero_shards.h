@@ -1,0 +1,53 @@
+#pragma once
+// ZeroShards — how ZeRO-1 (plan `zero_stage: 1`; Rajbhandari et al. 2020, the optimizer
+// state partitioning "P_os") splits one chunk's flat parameter buffer over the dp ranks.
+//
+// Each DP gradient bucket is cut into dp equal pieces (the last may be shorter, or
+// empty); dp rank r owns piece r of every bucket.  The rank keeps AdamW's two moments
+// for its pieces only — 1/dp of the optimizer state — updates those parameters, and the
+// updated pieces are then all-gathered so that every replica holds the whole model for
+// the next forward.  Pieces follow the buckets, as in Megatron-LM's distributed
+// optimizer, so that a reduce-scatter per bucket would hand each rank exactly its piece.
+// (The gradients themselves are still all-reduced: LibTorch 1.13's Gloo has no
+// reduce-scatter — docs/EXECUTOR.md.)
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/comm/communicator.h"
+#include "exec/dp/grad_buckets.h"
+
+namespace quintnet::exec {
+
+class ZeroShards {
+ public:
+  using Range = GradBuckets::Range;  // elements of the flat buffer
+
+  // buckets: the DP buckets' ranges, in buffer order (GradBuckets::ranges()).
+  ZeroShards(std::vector<Range> buckets, Communicator& comm, Group& dp);
+
+  std::int64_t numel() const { return numel_; }  // elements this rank owns
+
+  // This rank's pieces of a flat buffer, one after another (a copy), and back.
+  torch::Tensor take(const torch::Tensor& flat) const;
+  void put(const torch::Tensor& shard, torch::Tensor& flat) const;
+
+  // Collective over dp: every rank's pieces into `flat`.
+  void all_gather(torch::Tensor& flat) const;
+
+  // Collective over dp: the whole buffer of which each rank holds `shard` (checkpoints).
+  torch::Tensor gather_whole(const torch::Tensor& shard, const torch::Tensor& like) const;
+
+ private:
+  Range piece(std::size_t bucket, int dp_rank) const;  // offset into the flat buffer
+
+  std::vector<Range> buckets_;
+  std::vector<std::int64_t> piece_size_;  // per bucket: ceil(numel / dp)
+  std::int64_t padded_ = 0;               // Σ piece_size_: what each rank sends in the all-gather
+  std::int64_t numel_ = 0;
+  Communicator& comm_;
+  Group& dp_;
+};
+
+}  // namespace quintnet::exec
