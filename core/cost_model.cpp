@@ -94,8 +94,12 @@ StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, doub
   c.tp_allreduces_forward = tp > 1 ? 2 * layers : 0;
   // Korthikanti et al.: s b h (34 + 5 a s / h) bytes per layer with 16-bit values, the
   // tensor-parallel parts divided by tp (without sequence parallelism 10 of 34 stay whole).
-  const double sbh = s * b * h * (bytes / 2.0), scores = 5.0 * m.heads * s / (h * tp);
-  const double linear = o.sequence_parallel ? 34.0 / tp : 10.0 + 24.0 / tp;
+  // Without dropout, their count less the masks (sbh after attention and after the MLP,
+  // a s² b on the attention weights) and the dropped-out weights (2 a s² b): 32 + 2 a s / h,
+  // of which 8 stay whole — 16 sbh + a s² b values, what LibTorch's autograd keeps here.
+  const double sbh = s * b * h * (bytes / 2.0), scores = (m.dropout ? 5.0 : 2.0) * m.heads * s / (h * tp);
+  const double whole = m.dropout ? 10.0 : 8.0;  // the tensor-parallel part: 24 either way
+  const double linear = o.sequence_parallel ? (whole + 24.0) / tp : whole + 24.0 / tp;
   const double whole_layer = sbh * (linear + scores);
   if (o.recompute == "full") {
     c.activation_bytes = layers * 2.0 * sbh / (o.sequence_parallel ? tp : 1);

@@ -19,6 +19,9 @@ struct ModelDims {
   int vocab = 0;   // GPT: vocabulary; ViT: classes
   int seq = 0;     // tokens per sample (ViT: patches + class token)
   int patch_inputs = 0;  // ViT: patch_size^2 x channels
+  // Whether training draws dropout masks (each stored for the backward, with the
+  // dropped-out attention weights: Korthikanti et al.'s counts include them).
+  bool dropout = true;
   double parameters() const;  // total
 };
 

@@ -3,6 +3,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -12,7 +13,7 @@
 namespace quintnet::exec {
 namespace {
 
-constexpr std::size_t kMinCached = std::size_t{1} << 20;  // smaller blocks: LibTorch's allocator
+constexpr std::size_t kMinCached = std::size_t{1} << 20;  // smaller blocks: the C heap
 constexpr std::size_t kAlignment = 64;                    // as LibTorch's (AVX-512 loads)
 
 class CachingCpuAllocator final : public c10::Allocator {
@@ -35,14 +36,21 @@ class CachingCpuAllocator final : public c10::Allocator {
     return stats_;
   }
 
+  void reset_peak() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.peak_live_bytes = stats_.live_bytes;
+  }
+
  private:
   c10::DataPtr allocate_block(std::size_t n) const {
-    if (n < kMinCached) return fallback_->allocate(n);
-    void* p = take(n);
+    if (n == 0) return fallback_->allocate(0);
+    void* p = n >= kMinCached ? take(n) : nullptr;
     if (!p && posix_memalign(&p, kAlignment, n) != 0) throw std::bad_alloc();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       live_[p] = n;
+      stats_.live_bytes += n;
+      stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
     }
     // The context is the data pointer, as raw_allocate (oneDNN's path) requires.
     return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
@@ -61,8 +69,8 @@ class CachingCpuAllocator final : public c10::Allocator {
   }
 
   static void release(void* ptr);
-  // A large block goes to the cache (or back to the system over the cap); any other
-  // pointer came from the fallback through raw_allocate.
+  // A large block goes to the cache (or back to the system over the cap), a small one
+  // back to the C heap; a pointer it does not know came from the fallback.
   void give_back(void* ptr) const {
     std::size_t size = 0;
     {
@@ -71,7 +79,8 @@ class CachingCpuAllocator final : public c10::Allocator {
       if (it != live_.end()) {
         size = it->second;
         live_.erase(it);
-        if (stats_.cached_bytes + size <= cap_) {
+        stats_.live_bytes -= size;
+        if (size >= kMinCached && stats_.cached_bytes + size <= cap_) {
           free_.emplace(size, ptr);
           stats_.cached_bytes += size;
           return;
@@ -88,7 +97,7 @@ class CachingCpuAllocator final : public c10::Allocator {
   std::size_t cap_;
   mutable std::mutex mutex_;
   mutable std::multimap<std::size_t, void*> free_;      // cached: size -> block
-  mutable std::unordered_map<void*, std::size_t> live_;  // handed out: block -> size
+  mutable std::unordered_map<void*, std::size_t> live_;  // handed out: block -> size (every size)
   mutable CpuAllocatorStats stats_;
 };
 
@@ -106,5 +115,9 @@ void install_caching_cpu_allocator(std::size_t cache_cap_bytes) {
 }
 
 CpuAllocatorStats caching_cpu_allocator_stats() { return installed ? installed->stats() : CpuAllocatorStats{}; }
+
+void reset_cpu_peak_bytes() {
+  if (installed) installed->reset_peak();
+}
 
 }  // namespace quintnet::exec

@@ -7,9 +7,13 @@
 // gradients, ~100 MB each — costs page faults that zero every page again: measured
 // here, a third of a small GPT-2's training step was spent in the kernel doing that.
 // A training step allocates the same sizes every time, so blocks of at least 1 MiB are
-// kept by exact size and handed out again, up to a cap; smaller ones go to LibTorch's
-// own allocator (glibc's heap already reuses them).  The CUDA caching allocator does
+// kept by exact size and handed out again, up to a cap; smaller ones come from the C
+// heap, as LibTorch's own allocator takes them (glibc already reuses those).  The CUDA caching allocator does
 // the same on the GPU.
+//
+// It also counts the bytes of every tensor it hands out (small ones from the C heap, by
+// size) and their peak: the trainer's peak memory split (parameters, gradients,
+// optimizer state, activations) is measured with it.
 #include <cstddef>
 
 namespace quintnet::exec {
@@ -21,7 +25,11 @@ void install_caching_cpu_allocator(std::size_t cache_cap_bytes);
 // What the installed allocator did so far (all zeros before install).
 struct CpuAllocatorStats {
   std::size_t large_allocations = 0, reused = 0, cached_bytes = 0;
+  // Bytes of CPU tensors allocated and not freed yet (cached blocks not counted), and
+  // the most there were since install or the last reset_cpu_peak_bytes().
+  std::size_t live_bytes = 0, peak_live_bytes = 0;
 };
 CpuAllocatorStats caching_cpu_allocator_stats();
+void reset_cpu_peak_bytes();  // the peak starts again from what is live now
 
 }  // namespace quintnet::exec

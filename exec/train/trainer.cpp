@@ -21,6 +21,7 @@
 #include "exec/trace/trace_recorder.h"
 #include "exec/train/checkpointer.h"
 #include "exec/train/lr_schedule.h"
+#include "exec/train/memory_report.h"
 #include "exec/train/progress.h"
 #include "exec/train/run_log.h"
 #include "exec/train/run_trace.h"
@@ -144,7 +145,9 @@ Trainer::StepOutcome Trainer::train_step(PipelineRunner& runner, ParallelModel& 
                                          const std::vector<torch::Tensor>& labels, long step, double lr) {
   for (auto& chunk : pm.chunks) chunk.flat->zero_grad();
   StepOutcome out;
+  const ActivationPeak activations;
   out.stats = runner.train_step(inputs, labels);
+  out.activation_bytes = activations.bytes();
   maybe_poison_gradients(comm_.rank(), step, pm);
   const auto optimizer_start = TraceRecorder::Clock::now();
   out.grad_norm = gradient_norm(pm);  // over tp and pp
@@ -217,6 +220,10 @@ struct Trainer::Run {
   std::optional<Progress> progress;  // the current epoch's progress line
   torch::Tensor epoch_stats;  // the current epoch on this dp shard: loss x samples, correct, samples
   double samples_done = 0;
+  // Activation memory: the first step's (it may allocate what later steps reuse) and the
+  // most of any later one.
+  long steps_run = 0;
+  std::size_t first_step_activations = 0, activation_peak = 0;
   Clock::time_point train_start;
   TrainResult result;
 };
@@ -295,6 +302,10 @@ bool Trainer::run_epoch(Run& r, int epoch) {
       labels.push_back(y);
     }
     const StepOutcome s = train_step(*r.runner, *r.pm, r.optimizers, *r.trace, inputs, labels, step, lr);
+    if (r.steps_run++ == 0)
+      r.first_step_activations = s.activation_bytes;
+    else
+      r.activation_peak = std::max(r.activation_peak, s.activation_bytes);
     if (!s.nonfinite.empty()) {
       skip_or_stop(r, s);
     } else {
@@ -377,6 +388,11 @@ TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
   if (r.runner->recomputed_forwards() > 0)
     r.log->message("activations: " + std::to_string(r.runner->recomputed_forwards()) +
                    " chunk forwards recomputed in the backward on this rank (recompute: full)");
+  if (device_.is_cpu()) {  // the allocator that measures it counts CPU tensors
+    const std::string memory = memory_report(comm_, *r.pm, r.optimizers,
+                                             r.steps_run > 1 ? r.activation_peak : r.first_step_activations);
+    if (!memory.empty()) r.log->message(memory);
+  }
   if (attention_cores_recomputed() > 0)
     r.log->message("activations: " + std::to_string(attention_cores_recomputed()) +
                    " attention cores recomputed in the backward on this rank (recompute: selective)");

@@ -47,6 +47,13 @@ TEST(CostModel, ActivationMemoryAndRecomputationFollowKorthikanti) {
   EXPECT_NEAR(layer("full", false).recompute_flops, layer("none", false).forward_flops, 1);
   EXPECT_NEAR(layer("selective", false).recompute_flops, s * 4 * s * h / t, 1);  // QK^T and .V
   EXPECT_EQ(layer("none", false).recompute_flops, 0);
+  // Without dropout (the executor's ViT): no masks, no dropped-out attention weights —
+  // 16 sbh + a s^2 b values per layer, 8 sbh bytes of them whole under tensor parallelism.
+  core::ModelDims plain = m;
+  plain.dropout = false;
+  EXPECT_NEAR(core::stage_cost(plain, 1, 2, 1, 1, 2.0, {}).activation_bytes, 2 * (16 * sbh + a * s * s), 1);
+  EXPECT_NEAR(core::stage_cost(plain, 1, 2, 1, 8, 4.0, {}).activation_bytes,
+              4 * (4 * sbh + 12 * sbh / t + a * s * s / t), 1);  // fp32, tp 8
   // ZeRO-1 keeps 1/dp of the 12 bytes of optimizer state per parameter.
   core::MemoryOptions zero;
   zero.zero_stage = 1;

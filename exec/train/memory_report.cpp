@@ -1,0 +1,55 @@
+#include "exec/train/memory_report.h"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/train/cpu_allocator.h"
+
+namespace quintnet::exec {
+
+ActivationPeak::ActivationPeak() : alive_before_(caching_cpu_allocator_stats().live_bytes) { reset_cpu_peak_bytes(); }
+
+std::size_t ActivationPeak::bytes() const {
+  const std::size_t peak = caching_cpu_allocator_stats().peak_live_bytes;
+  return peak > alive_before_ ? peak - alive_before_ : 0;
+}
+
+std::string memory_report(Communicator& comm, ParallelModel& pm, const Optimizers& optimizers,
+                          std::size_t activation_bytes) {
+  double parameters = 0, gradients = 0, optimizer = 0;
+  for (auto& chunk : pm.chunks) {
+    parameters += static_cast<double>(chunk.flat->params().nbytes());
+    gradients += static_cast<double>(chunk.flat->grads().nbytes());
+  }
+  for (const auto& opt : optimizers) optimizer += static_cast<double>(opt->state_bytes());
+  const nlohmann::json mine = {{"rank", comm.rank()},
+                               {"parameters", parameters},
+                               {"gradients", gradients},
+                               {"optimizer", optimizer},
+                               {"activations", static_cast<double>(activation_bytes)}};
+  const std::vector<std::string> all = comm.gather_strings(mine.dump());
+  if (all.empty()) return "";
+  nlohmann::json fullest;
+  double most = -1;
+  for (const std::string& s : all) {
+    const auto j = nlohmann::json::parse(s);
+    const double total = j["parameters"].get<double>() + j["gradients"].get<double>() +
+                         j["optimizer"].get<double>() + j["activations"].get<double>();
+    if (total > most) most = total, fullest = j;
+  }
+  const int rank = fullest["rank"];
+  const core::Mesh& mesh = comm.mesh();
+  auto mib = [](double bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", bytes / (1024.0 * 1024.0));
+    return std::string(text);
+  };
+  return "memory: fullest rank " + std::to_string(rank) + " (dp " + std::to_string(mesh.coord(rank, "dp")) + ", tp " +
+         std::to_string(mesh.coord(rank, "tp")) + ", pp " + std::to_string(mesh.coord(rank, "pp")) + "): " + mib(most) +
+         " MiB = parameters " + mib(fullest["parameters"]) + " + gradients " + mib(fullest["gradients"]) +
+         " + optimizer state " + mib(fullest["optimizer"]) + " + activations " + mib(fullest["activations"]) +
+         " (CPU tensors; activations: the peak over a step's forward and backward)";
+}
+
+}  // namespace quintnet::exec
