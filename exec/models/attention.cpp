@@ -9,6 +9,7 @@
 
 #include "exec/kernels/attention_cpu.h"
 #include "exec/models/random_state.h"
+#include "exec/models/recompute.h"
 #include "exec/train/autocast.h"
 
 namespace quintnet::exec {
@@ -17,7 +18,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-thread_local bool recompute_attention = false;  // RecomputeAttentionScope
 std::atomic<long> recomputed{0};
 
 // q, k, v as the kernel reads them: the same strides, the head dim contiguous.
@@ -148,18 +148,15 @@ struct RecomputedReference : torch::autograd::Function<RecomputedReference> {
   }
 };
 
-// The composition, recomputed in the backward under RecomputeAttentionScope.
+// The composition, recomputed in the backward under selective recomputation.
 torch::Tensor composition(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
                           double dropout, bool training) {
-  if (recompute_attention && torch::GradMode::is_enabled())
+  if (recomputing(Recompute::Selective))
     return RecomputedReference::apply(q, k, v, causal, dropout, training);
   return reference(q, k, v, causal, dropout, training);
 }
 
 }  // namespace
-
-RecomputeAttentionScope::RecomputeAttentionScope(bool on) : before_(recompute_attention) { recompute_attention = on; }
-RecomputeAttentionScope::~RecomputeAttentionScope() { recompute_attention = before_; }
 
 long attention_cores_recomputed() { return recomputed.load(); }
 
@@ -194,10 +191,10 @@ torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, con
     // Under bf16 autocast: the kernel in fp32 on upcast copies (as LibTorch's own CPU
     // attention accumulates in fp32); the next projection casts its input back.
     const torch::Tensor qf = q.to(torch::kFloat32), kf = k.to(torch::kFloat32), vf = v.to(torch::kFloat32);
-    if (kernel_can_read(qf, kf, vf)) return FusedAttention::apply(qf, kf, vf, causal, !recompute_attention);
+    if (kernel_can_read(qf, kf, vf)) return FusedAttention::apply(qf, kf, vf, causal, !recomputing(Recompute::Selective));
   }
   if (!kernel_can_read(q, k, v)) return composition(q, k, v, causal, dropout, training);
-  return FusedAttention::apply(q, k, v, causal, !recompute_attention);
+  return FusedAttention::apply(q, k, v, causal, !recomputing(Recompute::Selective));
 }
 
 }  // namespace quintnet::exec

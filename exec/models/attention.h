@@ -12,26 +12,15 @@
 // 1.13) the composition of matmul, softmax and matmul.
 // Both compute the same function; the test AttentionCore.* holds them together.
 //
-// Selective activation recomputation (plan `recompute: selective`, Korthikanti et al.
-// 2022): while a RecomputeAttentionScope is on in this thread, attention_core keeps
-// only q, k and v for the backward — not the [B, H, T, T] softmax and dropout mask,
-// the activations that grow with the sequence squared — and its backward computes them
-// again (the same dropout masks: the generator's state is kept).  LibTorch 2.x's SDPA
-// never keeps them, so it has nothing to recompute.
+// Selective activation recomputation (plan `recompute: selective`, switched on by a
+// RecomputeScope: exec/models/recompute.h): attention_core keeps only q, k and v for the
+// backward — not the [B, H, T, T] softmax and dropout mask, the activations that grow
+// with the sequence squared — and its backward computes them again (the same dropout
+// masks: the generator's state is kept).  LibTorch 2.x's SDPA never keeps them, so it
+// has nothing to recompute.
 #include <torch/torch.h>
 
 namespace quintnet::exec {
-
-class RecomputeAttentionScope {
- public:
-  explicit RecomputeAttentionScope(bool on);
-  ~RecomputeAttentionScope();
-  RecomputeAttentionScope(const RecomputeAttentionScope&) = delete;
-  RecomputeAttentionScope& operator=(const RecomputeAttentionScope&) = delete;
-
- private:
-  bool before_;
-};
 
 // Attention cores whose softmax this process computed again in a backward so far.
 long attention_cores_recomputed();

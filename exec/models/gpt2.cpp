@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "exec/models/attention.h"
+#include "exec/models/recompute.h"
 #include "exec/models/safetensors.h"
 
 namespace quintnet::exec {
@@ -65,7 +66,8 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& input) {
     x = wte_(x) + wpe_(torch::arange(t, torch::TensorOptions().dtype(torch::kLong).device(x.device())));
     x = torch::dropout(x, config_.embd_pdrop, is_training());
   }
-  for (auto& block : blocks_) x = block(x);
+  // Under full recomputation each block keeps only its input (exec/models/recompute.h).
+  for (auto& block : blocks_) x = run_block(*block, [block](const torch::Tensor& in) mutable { return block->forward(in); }, x);
   if (has_head()) x = wte_->logits(ln_f_(x));
   return x;
 }

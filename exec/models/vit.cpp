@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "exec/models/attention.h"
+#include "exec/models/recompute.h"
 
 namespace quintnet::exec {
 
@@ -68,7 +69,8 @@ torch::Tensor ViTImpl::forward(const torch::Tensor& input) {
     x = patch_proj_(x);
     x = torch::cat({cls_token_.expand({b, 1, x.size(2)}), x}, 1) + pos_embed_;
   }
-  for (auto& block : blocks_) x = block(x);
+  // Under full recomputation each block keeps only its input (exec/models/recompute.h).
+  for (auto& block : blocks_) x = run_block(*block, [block](const torch::Tensor& in) mutable { return block->forward(in); }, x);
   if (has_head()) x = head_(ln_f_(x.select(1, 0)));
   return x;
 }

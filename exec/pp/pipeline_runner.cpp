@@ -5,8 +5,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "exec/models/attention.h"
-#include "exec/models/random_state.h"
 #include "exec/trace/trace_recorder.h"
 #include "exec/train/autocast.h"
 
@@ -14,13 +12,6 @@ namespace quintnet::exec {
 
 using core::Action;
 using core::ActionKind;
-
-Recompute recompute_from_plan(const std::string& value) {
-  if (value == "selective") return Recompute::Selective;
-  if (value == "full") return Recompute::Full;
-  if (value == "none") return Recompute::None;
-  throw core::UserError("recompute: '" + value + "' is none of none, selective, full");
-}
 
 PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens,
                                int64_t hidden, bool bf16, int microbatch_threads, Recompute recompute)
@@ -42,7 +33,7 @@ PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Co
 
 torch::Tensor PipelineRunner::stage_forward(int c, const torch::Tensor& input) {
   AutocastScope autocast(bf16_, input.device());
-  RecomputeAttentionScope selective(recompute_ == Recompute::Selective);
+  RecomputeScope recompute(recompute_);
   // fp32 out of the stage: a no-op without autocast; with it, the p2p buffers and the
   // loss (computed outside the scope) stay fp32.
   return model_.chunks[c].model->forward(input).to(torch::kFloat32);
@@ -58,39 +49,18 @@ void PipelineRunner::forward(const core::Step& step) {
     // pp = 1 with several chunks: the previous stage is local.
     slot.input = slots_[{mb, c - 1}].output.detach().requires_grad_(true);
   }
-  if (recompute_ == Recompute::Full) {
-    // Keep the input only: the backward runs this forward again, drawing the same
-    // dropout masks from the generator state saved here.
-    slot.random_state = random_state(slot.input.device());
-    torch::NoGradGuard no_graph;
-    slot.output = slot_output(mb, c, slot.input, true);
-  } else {
-    slot.output = slot_output(mb, c, slot.input, true);
-  }
-  trace(step, start);
-}
-
-torch::Tensor PipelineRunner::slot_output(int mb, int c, const torch::Tensor& input, bool count) {
-  torch::Tensor out = stage_forward(c, input);
-  if (!model_.is_last(c)) return out;
-  const StageLoss l = model_.chunks[c].model->loss(out, (*labels_)[mb]);
-  const torch::Tensor share = l.loss / schedule_.microbatches;
-  if (count) {
-    stats_[0] += share.detach();
+  torch::Tensor out = stage_forward(c, slot.input);
+  if (model_.is_last(c)) {
+    const StageLoss l = model_.chunks[c].model->loss(out, (*labels_)[mb]);
+    slot.output = l.loss / schedule_.microbatches;
+    stats_[0] += slot.output.detach();
     stats_[3 + mb] += l.loss.detach();
     stats_[1] += l.correct;
     stats_[2] += l.count;
+  } else {
+    slot.output = out;
   }
-  return share;
-}
-
-void PipelineRunner::recompute_forward(int mb, int c) {
-  Slot& slot = slots_[{mb, c}];
-  const torch::Tensor now = swap_random_state(slot.input.device(), slot.random_state);
-  slot.output = slot_output(mb, c, slot.input, false);
-  swap_random_state(slot.input.device(), now);  // the masks after this one come as they would have
-  slot.random_state = torch::Tensor();
-  ++recomputed_;
+  trace(step, start);
 }
 
 void PipelineRunner::backward(const core::Step& step) {
@@ -98,7 +68,6 @@ void PipelineRunner::backward(const core::Step& step) {
   const Action& a = step.action;
   ModelChunk& chunk = model_.chunks[a.chunk];
   Slot& slot = slots_[{a.mb, a.chunk}];
-  if (recompute_ == Recompute::Full && a.kind != ActionKind::BackwardWeight) recompute_forward(a.mb, a.chunk);  // BW: BI's graph
   if (chunk.dp) chunk.dp->sync_next_backward(step.completes_gradients);
   const std::vector<torch::Tensor> grads =
       model_.is_last(a.chunk) ? std::vector<torch::Tensor>{} : std::vector<torch::Tensor>{slot.grad_output};

@@ -17,6 +17,7 @@
 #include "core/schedule.h"
 #include "core/schedule_interpreter.h"
 #include "exec/comm/communicator.h"
+#include "exec/models/recompute.h"
 #include "exec/pp/microbatch_threads.h"
 #include "exec/train/strategy.h"
 
@@ -37,10 +38,6 @@ struct EvalStats {
   double samples = 0.0;
 };
 
-// What a backward computes again instead of keeping it from the forward.
-enum class Recompute { None, Selective, Full };
-Recompute recompute_from_plan(const std::string& value);  // "none" | "selective" | "full"
-
 class PipelineRunner : private core::ScheduleHandler {
  public:
   // tokens, hidden: the activation shape between stages is [micro-batch, tokens, hidden].
@@ -48,10 +45,8 @@ class PipelineRunner : private core::ScheduleHandler {
   // boundary and what the loss reads stay fp32.
   // microbatch_threads > 1 (one rank, one chunk, no dropout: the trainer decides):
   // that many microbatches at once, the rank's intra-op threads shared among them.
-  // recompute (plan key `recompute`): Full — each chunk's forward runs without keeping
-  // its activations, only its input; the backward (B, or BI under ZB-H1) runs the
-  // forward again with the random state it had, then differentiates it.  Selective —
-  // the forwards keep everything but the attention cores' softmax (exec/models/attention.h).
+  // recompute (plan key `recompute`): each stage forward runs under a RecomputeScope,
+  // so the models keep less and their backward computes it again (exec/models/recompute.h).
   PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens, int64_t hidden,
                  bool bf16 = false, int microbatch_threads = 1, Recompute recompute = Recompute::None);
 
@@ -63,13 +58,9 @@ class PipelineRunner : private core::ScheduleHandler {
   // Forward only through all stages; the figures on every pp rank.
   EvalStats evaluate(const torch::Tensor& input, const torch::Tensor& labels);
 
-  // Chunk forwards run again inside a backward so far (Recompute::Full).
-  long recomputed_forwards() const { return recomputed_; }
-
  private:
   struct Slot {  // one (microbatch, chunk) in flight
     torch::Tensor input, output, grad_output, input_grad;
-    torch::Tensor random_state;  // Recompute::Full: the generator's state before the forward
   };
   using Key = std::pair<int, int>;  // (mb, chunk)
 
@@ -85,10 +76,6 @@ class PipelineRunner : private core::ScheduleHandler {
   void trace(const core::Step& step, std::chrono::steady_clock::time_point start, std::int64_t bytes = 0);
 
   torch::Tensor stage_forward(int c, const torch::Tensor& input);  // chunk c's model, under autocast with bf16
-  // The slot's output from its input: chunk c's forward, and on the last stage the loss
-  // (adding the step's statistics when `count`).
-  torch::Tensor slot_output(int mb, int c, const torch::Tensor& input, bool count);
-  void recompute_forward(int mb, int c);  // the forward again, with the graph, as it ran
   StepStats train_step_side_by_side(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels);
   // The last stage's figures (a float64 tensor), broadcast to every pp rank.
   std::vector<double> share_from_last_stage(torch::Tensor stats);
@@ -103,7 +90,6 @@ class PipelineRunner : private core::ScheduleHandler {
   int64_t tokens_, hidden_;
   bool bf16_;
   Recompute recompute_;
-  long recomputed_ = 0;
   std::vector<core::Step> steps_;  // this rank's actions, read (core/schedule_interpreter.h)
   // The step being run: its microbatches and the statistics the last stage adds up.
   const std::vector<torch::Tensor>* inputs_ = nullptr;

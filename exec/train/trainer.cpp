@@ -16,6 +16,7 @@
 #include "exec/data/training_data.h"
 #include "exec/dp/zero_shards.h"
 #include "exec/models/attention.h"
+#include "exec/models/recompute.h"
 #include "exec/models/registry.h"
 #include "exec/models/serial_state.h"
 #include "exec/trace/trace_recorder.h"
@@ -385,9 +386,9 @@ TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
     return r.data->train_batch(r.sampler.microbatch(0, 0, dp.rank, dp.size(), 0, p.microbatches()), device_);
   };
   r.trace->finish(p, *r.pm, r.schedule, probe_batch, {r.tokens, p.model.hidden(), p.precision == "bf16"}, is_logger_);
-  if (r.runner->recomputed_forwards() > 0)
-    r.log->message("activations: " + std::to_string(r.runner->recomputed_forwards()) +
-                   " chunk forwards recomputed in the backward on this rank (recompute: full)");
+  if (blocks_recomputed() > 0)
+    r.log->message("activations: " + std::to_string(blocks_recomputed()) +
+                   " blocks recomputed in the backward on this rank (recompute: full)");
   if (device_.is_cpu()) {  // the allocator that measures it counts CPU tensors
     const std::string memory = memory_report(comm_, *r.pm, r.optimizers,
                                              r.steps_run > 1 ? r.activation_peak : r.first_step_activations);

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "exec/models/attention.h"
+#include "exec/models/recompute.h"
 
 using namespace quintnet::exec;
 
@@ -109,7 +110,7 @@ TEST(AttentionCore, SdpaMatchesMatmulSoftmaxMatmulOnLibTorch2) {
   }
 }
 
-// Selective recomputation (RecomputeAttentionScope): the backward computes the softmax
+// Selective recomputation (a RecomputeScope): the backward computes the softmax
 // (and the dropout mask) again instead of keeping it, and gives the same output and
 // input gradients bit for bit — on the fused kernel, and on the composition with dropout,
 // where it must draw the forward's mask again and leave the generator as it found it.
@@ -126,7 +127,7 @@ TEST(AttentionCore, SelectiveRecomputationGivesTheSameGradients) {
       const long before = attention_cores_recomputed();
       torch::Tensor out;
       {
-        RecomputeAttentionScope selective(recompute);
+        RecomputeScope selective(recompute ? Recompute::Selective : Recompute::None);
         out = attention_core(q, k, v, /*causal=*/true, dropout, /*training=*/true);
       }
       (out * upstream).sum().backward();

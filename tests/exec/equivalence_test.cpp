@@ -161,15 +161,15 @@ TEST(Equivalence, Full3D2x2x2MatchesSerial) {
   expect_equivalent(serial(2), train("dp2tp2pp2", "[2, 2, 2]", 8), "dp=2 x tp=2 x pp=2");
 }
 
-// recompute: full — each chunk keeps only its input and runs its forward again inside
-// its backward (BI under ZB-H1, whose BW then uses BI's graph): the same losses and
-// parameters as the serial run on 1F1B, ZB-H1 and 2x2x2.
+// recompute: full — each transformer block keeps only its input and runs its forward
+// again inside the backward (under ZB-H1 in BI for the input gradient and again in BW for
+// the weights'): the same losses and parameters as the serial run on 1F1B, ZB-H1 and 2x2x2.
 TEST(Equivalence, RecomputationMatchesSerialOnEverySchedule) {
   const std::string full = "recompute: full\n";
   const Outcome pp2 = train("pp2_1f1b_rc", "[1, 1, 2]", 2, 4, "1f1b", 1, "--threads 1", full);
   expect_equivalent(serial(4), pp2, "pp=2 1f1b recompute", true);
-  // Rank 0 (stage 0) recomputed each of its 4 microbatches' forwards in 10 steps.
-  EXPECT_NE(pp2.log.find("activations: 40 chunk forwards recomputed"), std::string::npos) << pp2.log;
+  // Rank 0 (stage 0: blocks 0-3) recomputed 4 blocks for each of 4 microbatches in 10 steps.
+  EXPECT_NE(pp2.log.find("activations: 160 blocks recomputed"), std::string::npos) << pp2.log;
   expect_equivalent(serial(4), train("pp2_zb_rc", "[1, 1, 2]", 2, 4, "zb-h1", 1, "--threads 1", full),
                     "pp=2 zb-h1 recompute", true);
   expect_equivalent(serial(2), train("dp2tp2pp2_rc", "[2, 2, 2]", 8, 2, "1f1b", 1, "--threads 1", full),
