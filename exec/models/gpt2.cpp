@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "exec/models/attention.h"
 #include "exec/models/recompute.h"
+#include "exec/models/serial_state.h"
 #include "exec/models/safetensors.h"
 
 namespace quintnet::exec {
@@ -17,9 +18,10 @@ Gpt2AttentionImpl::Gpt2AttentionImpl(int64_t dim, int64_t heads, double attn_pdr
 }
 
 torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t b = x.size(0), t = x.size(1);
-  auto heads = [&](const torch::Tensor& y) { return y.view({b, t, local_heads_, head_dim_}); };
   const auto qkv = qkv_(x);
+  // The whole sequence's tokens (x holds this rank's part of them under sequence parallelism).
+  const int64_t b = qkv[0].size(0), t = qkv[0].size(1);
+  auto heads = [&](const torch::Tensor& y) { return y.view({b, t, local_heads_, head_dim_}); };
   const torch::Tensor ctx =
       attention_core(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), /*causal=*/true, attn_pdrop_, is_training());
   return proj_(ctx.view({b, t, local_heads_ * head_dim_}));
@@ -65,11 +67,23 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& input) {
                             std::to_string(config_.n_positions));
     x = wte_(x) + wpe_(torch::arange(t, torch::TensorOptions().dtype(torch::kLong).device(x.device())));
     x = torch::dropout(x, config_.embd_pdrop, is_training());
+    if (tp_.sequence_parallel) x = scatter_sequence(x, tp_);  // this rank's part of the tokens
   }
   // Under full recomputation each block keeps only its input (exec/models/recompute.h).
   for (auto& block : blocks_) x = run_block(*block, [block](const torch::Tensor& in) mutable { return block->forward(in); }, x);
-  if (has_head()) x = wte_->logits(ln_f_(x));
+  if (has_head()) {
+    // The whole sequence into the final LayerNorm, which every tp rank computes alike.
+    if (tp_.sequence_parallel) x = gather_sequence(x, tp_, /*replicated_gradients=*/true);
+    x = wte_->logits(ln_f_(x));
+  }
   return x;
+}
+
+std::vector<torch::Tensor> Gpt2Impl::sequence_parallel_parameters() {
+  std::vector<torch::Tensor> out;
+  for (auto& block : blocks_)
+    for (const torch::Tensor& p : replicated_parameters(*block)) out.push_back(p);
+  return out;
 }
 
 torch::Tensor Gpt2Impl::token_loss(const torch::Tensor& local_logits, const torch::Tensor& targets) {

@@ -70,6 +70,7 @@ class Gpt2Impl : public StageModel {
   StageLoss loss(const torch::Tensor& local_logits, const torch::Tensor& targets) override;
   std::shared_ptr<StageModel> make_stage(const TpContext& tp, StageRange range) const override;
   std::vector<torch::Tensor> tied_parameters() override;
+  std::vector<torch::Tensor> sequence_parallel_parameters() override;
   // The full logits (all-gathered over tp): for generation and tests, not for training.
   torch::Tensor full_logits(const torch::Tensor& local_logits);
 

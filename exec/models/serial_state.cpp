@@ -36,6 +36,14 @@ std::map<std::string, int> tp_shard_dims(torch::nn::Module& model) {
   return dims;
 }
 
+std::vector<torch::Tensor> replicated_parameters(torch::nn::Module& model) {
+  const auto sharded = tp_shard_dims(model);
+  std::vector<torch::Tensor> out;
+  for (const auto& p : model.named_parameters())
+    if (!sharded.count(p.key())) out.push_back(p.value());
+  return out;
+}
+
 void load_serial_state(torch::nn::Module& model, const SerialState& state, const TpContext& tp) {
   const auto dims = tp_shard_dims(model);
   const auto vocab = vocab_weights(model);

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "exec/tp/tp_ops.h"
 
@@ -17,6 +18,8 @@ using SerialState = std::map<std::string, torch::Tensor>;
 // Parameter name -> the dimension tensor parallelism splits it along, for every
 // parameter of a column-, row-, qkv- or vocab-parallel layer (replicated ones absent).
 std::map<std::string, int> tp_shard_dims(torch::nn::Module& model);
+// The parameters tp_shard_dims leaves out: every tp rank holds them whole.
+std::vector<torch::Tensor> replicated_parameters(torch::nn::Module& model);
 
 // Copies this rank's shard of every parameter of `model` out of a serial state (a
 // vocabulary-parallel weight's rows padded with zeros to a multiple of tp).

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "exec/models/attention.h"
 #include "exec/models/recompute.h"
+#include "exec/models/serial_state.h"
 
 namespace quintnet::exec {
 
@@ -15,10 +16,11 @@ AttentionImpl::AttentionImpl(int64_t dim, int64_t heads, const TpContext& tp)
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t b = x.size(0), t = x.size(1);
+  const auto qkv = qkv_(x);
+  // The whole sequence's tokens (x holds this rank's part of them under sequence parallelism).
+  const int64_t b = qkv[0].size(0), t = qkv[0].size(1);
   // [B, T, local_heads * head_dim] -> [B, T, local_heads, head_dim]: views, no copies.
   auto heads = [&](const torch::Tensor& y) { return y.view({b, t, local_heads_, head_dim_}); };
-  const auto qkv = qkv_(x);
   const torch::Tensor ctx = attention_core(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), /*causal=*/false);
   return out_(ctx.view({b, t, local_heads_ * head_dim_}));
 }
@@ -43,7 +45,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
 }
 
 ViTImpl::ViTImpl(const core::ModelConfig& config, const TpContext& tp, StageRange range)
-    : config_(config), range_(range) {
+    : config_(config), tp_(tp), range_(range) {
   if (range_.end_block < 0) range_.end_block = config.depth;
   const int64_t d = config.hidden_dim, p = config.patch_size;
   const int64_t patches = (config.img_size / p) * (config.img_size / p);
@@ -68,11 +70,23 @@ torch::Tensor ViTImpl::forward(const torch::Tensor& input) {
     x = x.reshape({b, c, g, p, g, p}).permute({0, 2, 4, 1, 3, 5}).reshape({b, g * g, c * p * p});
     x = patch_proj_(x);
     x = torch::cat({cls_token_.expand({b, 1, x.size(2)}), x}, 1) + pos_embed_;
+    if (tp_.sequence_parallel) x = scatter_sequence(x, tp_);  // this rank's part of the tokens
   }
   // Under full recomputation each block keeps only its input (exec/models/recompute.h).
   for (auto& block : blocks_) x = run_block(*block, [block](const torch::Tensor& in) mutable { return block->forward(in); }, x);
-  if (has_head()) x = head_(ln_f_(x.select(1, 0)));
+  if (has_head()) {
+    // The whole sequence for the head, which every tp rank computes alike.
+    if (tp_.sequence_parallel) x = gather_sequence(x, tp_, /*replicated_gradients=*/true);
+    x = head_(ln_f_(x.select(1, 0)));
+  }
   return x;
+}
+
+std::vector<torch::Tensor> ViTImpl::sequence_parallel_parameters() {
+  std::vector<torch::Tensor> out;
+  for (auto& block : blocks_)
+    for (const torch::Tensor& p : replicated_parameters(*block)) out.push_back(p);
+  return out;
 }
 
 StageLoss ViTImpl::loss(const torch::Tensor& logits, const torch::Tensor& labels) {

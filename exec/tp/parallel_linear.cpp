@@ -21,6 +21,12 @@ void init_like_linear(torch::Tensor& w, torch::Tensor& b, int64_t in_features) {
 
 }  // namespace
 
+// The whole input of a column-parallel layer: the same tensor on every rank, or under
+// sequence parallelism the ranks' parts of the sequence gathered.
+torch::Tensor column_input(const torch::Tensor& x, const TpContext& tp) {
+  return tp.sequence_parallel ? gather_sequence(x, tp) : copy_to_tp(x, tp);
+}
+
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp,
                                                    bool gather_output)
     : tp_(tp), gather_output_(gather_output) {
@@ -31,7 +37,7 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features, int64_t 
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
-  const torch::Tensor input = copy_to_tp(x, tp_);
+  const torch::Tensor input = column_input(x, tp_);
   const int64_t out = weight.size(0);
   torch::Tensor y;
   if (!tp_.bitwise_invariant || out % kOutputBlock != 0 || out == kOutputBlock) {
@@ -64,7 +70,9 @@ RowParallelLinearImpl::RowParallelLinearImpl(int64_t in_features, int64_t out_fe
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   torch::Tensor local = input_is_parallel_ ? x : scatter_to_tp(x, tp_);
   torch::Tensor partial = torch::matmul(local, weight.t());
-  return reduce_from_tp(partial, tp_) + bias;
+  // Under sequence parallelism each rank keeps its part of the sequence of the sum (and
+  // adds the bias to it: its gradient is then partial, summed by the trainer).
+  return (tp_.sequence_parallel ? reduce_scatter_sequence(partial, tp_) : reduce_from_tp(partial, tp_)) + bias;
 }
 
 void RowParallelLinearImpl::load_full(const torch::Tensor& w, const torch::Tensor& b) {
@@ -88,7 +96,7 @@ QkvParallelLinearImpl::QkvParallelLinearImpl(int64_t in_features, int64_t out_fe
 }
 
 std::vector<torch::Tensor> QkvParallelLinearImpl::forward(const torch::Tensor& x) {
-  const torch::Tensor input = copy_to_tp(x, tp_);
+  const torch::Tensor input = column_input(x, tp_);
   const int64_t local_out = weight.size(1);
   torch::Tensor y = torch::nn::functional::linear(input, weight.view({3 * local_out, weight.size(2)}), bias.view({-1}));
   return y.chunk(3, -1);

@@ -27,6 +27,10 @@
 
 namespace quintnet::exec {
 
+// The whole input of a column-parallel layer (copy_to_tp, or gather_sequence under
+// sequence parallelism).
+torch::Tensor column_input(const torch::Tensor& x, const TpContext& tp);
+
 class ColumnParallelLinearImpl : public torch::nn::Module {
  public:
   ColumnParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp, bool gather_output = false);

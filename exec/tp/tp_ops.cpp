@@ -22,13 +22,40 @@ const TpContext& saved(AutogradContext* ctx) {
   return static_cast<const SavedTpContext*>(ctx->saved_data["tp"].toCapsule().get())->tp;
 }
 
+// A tp collective on the trace's tp-collective lane.
+void traced(const TpContext& tp, const char* kind, const char* name, TraceRecorder::Clock::time_point start,
+            const torch::Tensor& t) {
+  if (TraceRecorder* r = tp.comm->tracer())
+    r->event(core::Lane::TpCollective, kind, name, start, TraceRecorder::Clock::now(), -1, -1,
+             t.numel() * t.element_size());
+}
+
 torch::Tensor all_reduce(const torch::Tensor& x, const TpContext& tp) {
   torch::Tensor out = x.contiguous().clone();
   const auto start = TraceRecorder::Clock::now();
   tp.comm->all_reduce_sum(*tp.group, out);
-  if (TraceRecorder* t = tp.comm->tracer())
-    t->event(core::Lane::TpCollective, "allreduce", "tp all-reduce", start, TraceRecorder::Clock::now(), -1, -1,
-             out.numel() * out.element_size());
+  traced(tp, "allreduce", "tp all-reduce", start, out);
+  return out;
+}
+
+// Sequence parallelism's collectives along dim 1.
+torch::Tensor own_part(const torch::Tensor& x, const TpContext& tp) {
+  const int64_t tokens = x.size(1);
+  TORCH_CHECK(tokens % tp.size() == 0, "sequence parallel: ", tokens, " tokens are not divisible by tp ", tp.size());
+  return x.chunk(tp.size(), 1)[tp.rank()].contiguous();
+}
+torch::Tensor all_gather_sequence(const torch::Tensor& x, const TpContext& tp) {
+  const auto start = TraceRecorder::Clock::now();
+  torch::Tensor out = tp.comm->all_gather(*tp.group, x.contiguous(), 1);
+  traced(tp, "allgather", "tp all-gather (sequence)", start, out);
+  return out;
+}
+torch::Tensor reduce_scatter(const torch::Tensor& x, const TpContext& tp) {
+  torch::Tensor sum = x.contiguous().clone();
+  const auto start = TraceRecorder::Clock::now();
+  tp.comm->all_reduce_sum(*tp.group, sum);  // Gloo on 1.13 has no reduce-scatter
+  torch::Tensor out = own_part(sum, tp);
+  traced(tp, "reducescatter", "tp reduce-scatter (sequence)", start, sum);
   return out;
 }
 
@@ -77,6 +104,41 @@ struct ScatterToTp : torch::autograd::Function<ScatterToTp> {
   }
 };
 
+struct GatherSequence : torch::autograd::Function<GatherSequence> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TpContext& tp, bool replicated_gradients) {
+    save(ctx, tp);
+    ctx->saved_data["replicated"] = replicated_gradients;
+    return all_gather_sequence(x, tp);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    const TpContext& tp = saved(ctx);
+    // Partial sums (the column-parallel layer's input gradient) are reduced; gradients
+    // every rank computed alike (a replicated head) are only sliced.
+    return {ctx->saved_data["replicated"].toBool() ? own_part(g[0], tp) : reduce_scatter(g[0], tp), torch::Tensor(),
+            torch::Tensor()};
+  }
+};
+
+struct ReduceScatterSequence : torch::autograd::Function<ReduceScatterSequence> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TpContext& tp) {
+    save(ctx, tp);
+    return reduce_scatter(x, tp);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    return {all_gather_sequence(g[0], saved(ctx)), torch::Tensor()};
+  }
+};
+
+struct ScatterSequence : torch::autograd::Function<ScatterSequence> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TpContext& tp) {
+    save(ctx, tp);
+    return own_part(x, tp);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    return {all_gather_sequence(g[0], saved(ctx)), torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 torch::Tensor copy_to_tp(const torch::Tensor& x, const TpContext& tp) {
@@ -90,6 +152,16 @@ torch::Tensor gather_from_tp(const torch::Tensor& x, const TpContext& tp) {
 }
 torch::Tensor scatter_to_tp(const torch::Tensor& x, const TpContext& tp) {
   return tp.size() == 1 ? x : ScatterToTp::apply(x, tp);
+}
+
+torch::Tensor gather_sequence(const torch::Tensor& x, const TpContext& tp, bool replicated_gradients) {
+  return tp.size() == 1 ? x : GatherSequence::apply(x, tp, replicated_gradients);
+}
+torch::Tensor reduce_scatter_sequence(const torch::Tensor& x, const TpContext& tp) {
+  return tp.size() == 1 ? x : ReduceScatterSequence::apply(x, tp);
+}
+torch::Tensor scatter_sequence(const torch::Tensor& x, const TpContext& tp) {
+  return tp.size() == 1 ? x : ScatterSequence::apply(x, tp);
 }
 
 }  // namespace quintnet::exec

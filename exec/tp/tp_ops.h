@@ -9,6 +9,20 @@
 // A column-parallel layer starts with copy_to_tp (each rank needs the whole input;
 // the gradients of the input are partial sums); a row-parallel layer ends with
 // reduce_from_tp (each rank holds a partial sum of the output).
+//
+// Sequence parallelism (plan `sequence_parallel`; Korthikanti et al. 2022): between the
+// tensor-parallel regions — LayerNorms, residual adds, dropout — each rank holds its
+// 1/tp of the sequence (dim 1 of [batch, tokens, hidden]).  Three more functions:
+//
+//   gather_sequence          forward: all-gather (dim 1)  backward: reduce-scatter (dim 1),
+//                            or with replicated_gradients: take own part
+//   reduce_scatter_sequence  forward: reduce-scatter (dim 1)  backward: all-gather (dim 1)
+//   scatter_sequence         forward: take own part (dim 1)   backward: all-gather (dim 1)
+//
+// A column-parallel layer then starts with gather_sequence, a row-parallel one ends with
+// reduce_scatter_sequence; the embedding's output is scattered and the head's input
+// gathered.  (Gloo on LibTorch 1.13 has no reduce-scatter: it is an all-reduce of which
+// each rank keeps its part — the same values, twice the bytes.)
 #include <torch/torch.h>
 
 #include "exec/comm/communicator.h"
@@ -23,6 +37,8 @@ struct TpContext {
   // the serial layer's slice bitwise (see parallel_linear.h).  Several small GEMMs cost
   // more than one: only tests that ask for bitwise equality switch it on.
   bool bitwise_invariant = false;
+  // Activations outside the tensor-parallel regions split along the sequence (above).
+  bool sequence_parallel = false;
 
   int size() const { return group ? group->size() : 1; }
   int rank() const { return group ? group->rank : 0; }
@@ -32,5 +48,9 @@ torch::Tensor copy_to_tp(const torch::Tensor& x, const TpContext& tp);
 torch::Tensor reduce_from_tp(const torch::Tensor& x, const TpContext& tp);
 torch::Tensor gather_from_tp(const torch::Tensor& x, const TpContext& tp);
 torch::Tensor scatter_to_tp(const torch::Tensor& x, const TpContext& tp);
+
+torch::Tensor gather_sequence(const torch::Tensor& x, const TpContext& tp, bool replicated_gradients = false);
+torch::Tensor reduce_scatter_sequence(const torch::Tensor& x, const TpContext& tp);
+torch::Tensor scatter_sequence(const torch::Tensor& x, const TpContext& tp);
 
 }  // namespace quintnet::exec

@@ -18,7 +18,10 @@ class MeshStrategy : public Strategy {
 
   std::unique_ptr<ParallelModel> apply(std::shared_ptr<StageModel> serial) override {
     auto pm = std::make_unique<ParallelModel>();
-    if (use_tp_) pm->tp = TpContext{&comm_, &comm_.axis("tp")};
+    if (use_tp_) {
+      pm->tp = TpContext{&comm_, &comm_.axis("tp")};
+      pm->tp.sequence_parallel = plan_.sequence_parallel;
+    }
     const int pp = use_pp_ ? comm_.axis("pp").size() : 1, pp_rank = use_pp_ ? comm_.axis("pp").rank : 0;
     const int chunks = use_pp_ ? plan_.virtual_stages : 1;
     pm->num_stages = pp * chunks;

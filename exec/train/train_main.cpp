@@ -63,10 +63,6 @@ int train(int argc, char** argv) {
   if (env.rank == 0)
     for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << '\n';
   core::Plan& plan = loaded.plan;
-  // The simulator and the planner model it (issue 17); the executor does not run it yet.
-  if (plan.sequence_parallel)
-    throw core::UserError(plan.source + ": sequence_parallel: true is modelled by quintnet simulate and plan, but the " +
-                          "executor does not run it yet; remove it to train");
   if (args.value("epochs")) plan.num_epochs = args.get_int("epochs", 1, 1, 1 << 20);
   if (auto path = args.value("dataset-path")) plan.dataset_path = *path;
   if (auto device = args.value("device")) {

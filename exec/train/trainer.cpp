@@ -99,6 +99,24 @@ double Trainer::gradient_norm(ParallelModel& pm) {
   return squared < 0 ? 0.0 : std::sqrt(squared);
 }
 
+void Trainer::sum_sequence_parallel_gradients(ParallelModel& pm) {
+  // One all-reduce for all of them: their gradients packed into one tensor and back.
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
+  for (auto& chunk : pm.chunks)
+    for (const torch::Tensor& p : chunk.model->sequence_parallel_parameters()) grads.push_back(p.grad());
+  if (grads.empty()) return;
+  std::vector<torch::Tensor> flat;
+  for (const torch::Tensor& g : grads) flat.push_back(g.reshape({-1}));
+  torch::Tensor packed = torch::cat(flat);
+  comm_.all_reduce_sum(comm_.axis("tp"), packed);
+  int64_t at = 0;
+  for (torch::Tensor& g : grads) {
+    g.copy_(packed.narrow(0, at, g.numel()).view_as(g));
+    at += g.numel();
+  }
+}
+
 void Trainer::clip_gradients(ParallelModel& pm, double norm) {
   torch::NoGradGuard no_grad;
   if (plan_.max_grad_norm > 0 && norm > plan_.max_grad_norm)
@@ -149,6 +167,7 @@ Trainer::StepOutcome Trainer::train_step(PipelineRunner& runner, ParallelModel& 
   const ActivationPeak activations;
   out.stats = runner.train_step(inputs, labels);
   out.activation_bytes = activations.bytes();
+  if (pm.tp.sequence_parallel) sum_sequence_parallel_gradients(pm);
   maybe_poison_gradients(comm_.rank(), step, pm);
   const auto optimizer_start = TraceRecorder::Clock::now();
   out.grad_norm = gradient_norm(pm);  // over tp and pp
@@ -251,6 +270,12 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   const int chunks = static_cast<int>(r->pm->chunks.size());
   r->schedule = core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), p.microbatches(), chunks);
   r->tokens = model.tokens(p);
+  if (r->pm->tp.sequence_parallel) {  // what crosses a stage boundary is this rank's part of the sequence
+    if (r->tokens % r->pm->tp.size() != 0)
+      throw core::UserError("sequence_parallel: the model's " + std::to_string(r->tokens) +
+                            " tokens per sample do not split evenly over tp " + std::to_string(r->pm->tp.size()));
+    r->tokens /= r->pm->tp.size();
+  }
   const int side_by_side = microbatches_side_by_side(p, comm_, options_, chunks);
   r->runner = std::make_unique<PipelineRunner>(r->schedule, *r->pm, comm_, r->tokens, p.model.hidden(),
                                                p.precision == "bf16", side_by_side, recompute_from_plan(p.recompute));

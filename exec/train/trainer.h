@@ -98,6 +98,9 @@ class Trainer {
   bool no_longer_improving(double val_loss, Manifest& state, RunLog& log) const;
   double gradient_norm(ParallelModel& pm);  // global: over tp shards and pipeline stages
   void clip_gradients(ParallelModel& pm, double norm);
+  // Sequence parallelism: sums the tp ranks' partial gradients of the parameters used
+  // on their parts of the sequence (StageModel::sequence_parallel_parameters).
+  void sum_sequence_parallel_gradients(ParallelModel& pm);
   void save_params(ParallelModel& pm);
 
   // Statistics (losses, counts) live on the device so NCCL can reduce them.

@@ -225,4 +225,19 @@ TEST(Equivalence, ZeroOneMatchesSerial) {
                     "dp=2 x tp=2 x pp=2 zero-1 + selective recomputation");
 }
 
+// sequence_parallel — outside the tensor-parallel regions each tp rank holds half the
+// tokens (the ViT's 50 split 25/25): the serial run's losses and parameters on tp 2 and
+// 2x2x2, and on 2x2x2 with all three memory options at once (with selective recomputation
+// and ZeRO-1).
+TEST(Equivalence, SequenceParallelMatchesSerial) {
+  const std::string sp = "sequence_parallel: true\n";
+  expect_equivalent(serial(2), train("tp2_sp", "[1, 2, 1]", 2, 2, "1f1b", 1, "--threads 1", sp), "tp=2 sequence parallel");
+  expect_equivalent(serial(2), train("dp2tp2pp2_sp", "[2, 2, 2]", 8, 2, "1f1b", 1, "--threads 1", sp),
+                    "dp=2 x tp=2 x pp=2 sequence parallel");
+  expect_equivalent(serial(2),
+                    train("dp2tp2pp2_all", "[2, 2, 2]", 8, 2, "1f1b", 1, "--threads 1",
+                          sp + "recompute: selective\nzero_stage: 1\n"),
+                    "dp=2 x tp=2 x pp=2 sequence parallel + selective + zero-1");
+}
+
 }  // namespace

