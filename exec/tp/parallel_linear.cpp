@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "exec/train/autocast.h"
+
 namespace quintnet::exec {
 namespace {
 
@@ -27,6 +29,17 @@ torch::Tensor column_input(const torch::Tensor& x, const TpContext& tp) {
   return tp.sequence_parallel ? gather_sequence(x, tp) : copy_to_tp(x, tp);
 }
 
+namespace {
+
+// Under sequence parallelism the product keeps only this rank's part of its input
+// (sequence_parallel_linear) — except under autocast, whose casts that function does not
+// replay, and for bitwise-invariant tests, which need the blocked GEMMs.
+bool keeps_sequence_part(const torch::Tensor& x, const TpContext& tp) {
+  return tp.sequence_parallel && tp.size() > 1 && !tp.bitwise_invariant && !autocast_active(x.device());
+}
+
+}  // namespace
+
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp,
                                                    bool gather_output)
     : tp_(tp), gather_output_(gather_output) {
@@ -37,12 +50,14 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features, int64_t 
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
-  const torch::Tensor input = column_input(x, tp_);
   const int64_t out = weight.size(0);
   torch::Tensor y;
-  if (!tp_.bitwise_invariant || out % kOutputBlock != 0 || out == kOutputBlock) {
-    y = torch::nn::functional::linear(input, weight, bias);
+  if (keeps_sequence_part(x, tp_)) {
+    y = sequence_parallel_linear(x, weight, bias, tp_);
+  } else if (!tp_.bitwise_invariant || out % kOutputBlock != 0 || out == kOutputBlock) {
+    y = torch::nn::functional::linear(column_input(x, tp_), weight, bias);
   } else {
+    const torch::Tensor input = column_input(x, tp_);
     std::vector<torch::Tensor> blocks;
     for (int64_t start = 0; start < out; start += kOutputBlock)
       blocks.push_back(torch::nn::functional::linear(input, weight.narrow(0, start, kOutputBlock),
@@ -96,9 +111,10 @@ QkvParallelLinearImpl::QkvParallelLinearImpl(int64_t in_features, int64_t out_fe
 }
 
 std::vector<torch::Tensor> QkvParallelLinearImpl::forward(const torch::Tensor& x) {
-  const torch::Tensor input = column_input(x, tp_);
   const int64_t local_out = weight.size(1);
-  torch::Tensor y = torch::nn::functional::linear(input, weight.view({3 * local_out, weight.size(2)}), bias.view({-1}));
+  const torch::Tensor w = weight.view({3 * local_out, weight.size(2)}), b = bias.view({-1});
+  torch::Tensor y = keeps_sequence_part(x, tp_) ? sequence_parallel_linear(x, w, b, tp_)
+                                                : torch::nn::functional::linear(column_input(x, tp_), w, b);
   return y.chunk(3, -1);
 }
 

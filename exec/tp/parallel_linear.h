@@ -9,6 +9,11 @@
 // of X (input_is_parallel) or the full X (then scattered).  Output: the full Y, the
 // partial products all-reduced (reduce_from_tp), the bias added once after.
 //
+// Under sequence parallelism (TpContext::sequence_parallel) the column-parallel layers
+// take this rank's part of the sequence and gather the rest (keeping only their part for
+// the backward: sequence_parallel_linear), and the row-parallel layer reduce-scatters its
+// output along the sequence instead of all-reducing it.
+//
 // Bitwise TP invariance, on request (TpContext::bitwise_invariant): a BLAS multiplies
 // an [M, N] block differently for different N (kernel choice, blocking), so a shard's
 // columns differ in the last bit from the same columns of the serial layer (well

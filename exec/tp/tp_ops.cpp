@@ -139,6 +139,30 @@ struct ScatterSequence : torch::autograd::Function<ScatterSequence> {
   }
 };
 
+struct SequenceParallelLinear : torch::autograd::Function<SequenceParallelLinear> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor weight, torch::Tensor bias,
+                               const TpContext& tp) {
+    save(ctx, tp);
+    ctx->save_for_backward({x, weight});
+    return torch::nn::functional::linear(all_gather_sequence(x, tp), weight, bias);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    const TpContext& tp = saved(ctx);
+    const auto saved_vars = ctx->get_saved_variables();
+    const torch::Tensor &x = saved_vars[0], &weight = saved_vars[1];
+    const torch::Tensor grad = g[0].contiguous();
+    const torch::Tensor full = all_gather_sequence(x, tp);  // again, rather than kept
+    const int64_t in = weight.size(1), out = weight.size(0);
+    const torch::Tensor grad_2d = grad.reshape({-1, out});
+    const torch::Tensor grad_weight = grad_2d.t().mm(full.reshape({-1, in}));
+    const torch::Tensor grad_bias = grad_2d.sum(0);
+    // Each rank's input gradient is a partial sum over its output features: reduce, and
+    // keep this rank's part of the sequence.
+    const torch::Tensor grad_x = reduce_scatter(grad.matmul(weight), tp);
+    return {grad_x, grad_weight, grad_bias, torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 torch::Tensor copy_to_tp(const torch::Tensor& x, const TpContext& tp) {
@@ -162,6 +186,11 @@ torch::Tensor reduce_scatter_sequence(const torch::Tensor& x, const TpContext& t
 }
 torch::Tensor scatter_sequence(const torch::Tensor& x, const TpContext& tp) {
   return tp.size() == 1 ? x : ScatterSequence::apply(x, tp);
+}
+torch::Tensor sequence_parallel_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                                       const TpContext& tp) {
+  if (tp.size() == 1) return torch::nn::functional::linear(x, weight, bias);
+  return SequenceParallelLinear::apply(x, weight, bias, tp);
 }
 
 }  // namespace quintnet::exec

@@ -53,4 +53,11 @@ torch::Tensor gather_sequence(const torch::Tensor& x, const TpContext& tp, bool 
 torch::Tensor reduce_scatter_sequence(const torch::Tensor& x, const TpContext& tp);
 torch::Tensor scatter_sequence(const torch::Tensor& x, const TpContext& tp);
 
+// A column-parallel layer's product under sequence parallelism, gather_sequence(x)·Wᵀ + b,
+// that keeps only x — this rank's part of the sequence — for the backward and gathers it
+// again there (as Megatron-LM does): the gathered input, tp times larger, is not stored.
+// weight [out, in], bias [out].
+torch::Tensor sequence_parallel_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                                       const TpContext& tp);
+
 }  // namespace quintnet::exec

@@ -7,7 +7,7 @@
 # was alive before it).  Predicted: quintnet simulate --json, peak_memory_split (Korthikanti
 # et al.'s per-layer counts without dropout, per microbatch in flight).  Prints a Markdown
 # table with the error of the total and of the activations per row.
-#   bash experiments/exec/memory_vs_sim.sh [OUT_DIR]          (~3 min)
+#   bash experiments/exec/memory_vs_sim.sh [OUT_DIR]          (~1 min)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${QN_BUILD_DIR:-$root/build}/bin"
@@ -23,11 +23,14 @@ rows=(
   "dp 2, ZeRO-1|2, 1, 1|zero_stage: 1"
   "tp 2|1, 2, 1|"
   "tp 2, selective|1, 2, 1|recompute: selective"
+  "tp 2, sequence parallel|1, 2, 1|sequence_parallel: true"
+  "tp 2, sequence parallel + selective|1, 2, 1|sequence_parallel: true\nrecompute: selective"
   "pp 2 1F1B, 4 microbatches|1, 1, 2|grad_acc_steps: 4"
   "pp 2 1F1B, 4 microbatches, full|1, 1, 2|grad_acc_steps: 4\nrecompute: full"
   "pp 2 ZB-H1, 4 microbatches|1, 1, 2|grad_acc_steps: 4\nschedule: zb-h1"
   "2x2x2|2, 2, 2|"
   "2x2x2, ZeRO-1 + selective|2, 2, 2|zero_stage: 1\nrecompute: selective"
+  "2x2x2, sequence parallel + selective + ZeRO-1|2, 2, 2|sequence_parallel: true\nrecompute: selective\nzero_stage: 1"
 )
 
 echo "| layout, options | measured total (MiB) | predicted total | error | measured activations | predicted activations | error |"
