@@ -88,7 +88,7 @@ struct Plan {
   // LayerNorm and dropout regions sharded along the sequence, TP all-reduces become
   // all-gather + reduce-scatter.  zero_stage 1: the optimizer state sharded over dp
   // (gradients reduce-scattered, parameters all-gathered).  The simulator models all
-  // three; the executor does not run them yet (it refuses them).
+  // three and the executor runs them (its ZeRO-1 all-reduces the gradients: docs/EXECUTOR.md).
   std::string recompute = "none";
   bool sequence_parallel = false;
   int zero_stage = 0;

@@ -46,9 +46,12 @@ int calibrate(int argc, char** argv) {
     std::printf("  (no op-shape probe in the trace — micro-batch 1, or an older trace: the costs are the training "
                 "ops' FLOP rate, no per-layer part)\n");
   else
-    std::printf("  training ops took %.2fx those costs (%s)\n", c.slowdown,
+    std::printf("  training ops took %.2fx those costs (%s); a forward without its graph %.2fx a forward "
+                "(full recomputation's first forward)\n",
+                c.slowdown,
                 c.oversubscribed ? "more ranks than cores; plans with a core per rank get 1x"
-                                 : "a core per rank; plans with more ranks than cores get 1x, not known from this run");
+                                 : "a core per rank; plans with more ranks than cores get 1x, not known from this run",
+                c.no_graph_forward_ratio);
   std::printf("  messages  latency %.3g us, bandwidth %.3g GB/s per hop\n", c.latency_s * 1e6, c.bandwidth / 1e9);
   std::printf("  optimizer %.3g ns per parameter\nwrote %s\n", c.optimizer_s_per_parameter * 1e9, output->c_str());
   return 0;

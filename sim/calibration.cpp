@@ -197,6 +197,13 @@ void fit_op_costs(const core::Trace& trace, const core::Plan& plan, const std::s
       const double alone = forward.layers * probed.forward_overhead_s + forward.flops / probed.forward_flops_per_s +
                            backward.layers * probed.backward_overhead_s + backward.flops / probed.backward_flops_per_s;
       c.slowdown = (forward.core_seconds + backward.core_seconds) / alone;
+      // The median over the ranks of their no-graph forward over their forward, at the
+      // run's micro-batch.
+      std::vector<double> ratios;
+      for (const auto& rank : probe)
+        if (rank.contains("forward_no_graph_s") && rank.at("forward_s").at(0).get<double>() > 0)
+          ratios.push_back(rank.at("forward_no_graph_s").get<double>() / rank.at("forward_s").at(0).get<double>());
+      if (!ratios.empty()) c.no_graph_forward_ratio = core::median(ratios);
     }
   }
   c.fitted_ops = static_cast<int>(computes.size());
@@ -326,6 +333,7 @@ nlohmann::json calibration_to_json(const Calibration& c) {
           {"latencies_s", c.latencies_s},
           {"bandwidth", c.bandwidth},
           {"optimizer_s_per_parameter", c.optimizer_s_per_parameter},
+          {"no_graph_forward_ratio", c.no_graph_forward_ratio},
           {"cores", c.cores},
           {"threads_per_rank", c.threads_per_rank},
           {"fitted_messages", c.fitted_messages},
@@ -359,6 +367,8 @@ Calibration read_calibration(const std::string& path) {
     c.latencies_s = j.at("latencies_s").get<std::vector<double>>();
     c.bandwidth = j.at("bandwidth").get<double>();
     c.optimizer_s_per_parameter = j.at("optimizer_s_per_parameter").get<double>();
+    c.no_graph_forward_ratio = j.value("no_graph_forward_ratio", 1.0);  // older calibrations: none
+    if (!(c.no_graph_forward_ratio > 0)) throw core::UserError("");
     c.cores = j.at("cores").get<int>();
     c.threads_per_rank = j.at("threads_per_rank").get<int>();
     for (double l : c.latencies_s)

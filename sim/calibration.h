@@ -51,6 +51,9 @@ struct Calibration {
   double latency_s = 0, bandwidth = 0;  // per message hop (the mean)
   std::vector<double> latencies_s;      // the measured hops' latencies: 40 quantiles of them
   double optimizer_s_per_parameter = 0;
+  // A forward that records no graph over one that does, from the probe (1 without one):
+  // what full recomputation's first forward costs, its blocks running under no graph.
+  double no_graph_forward_ratio = 1;
   int cores = 0, threads_per_rank = 1;
   int fitted_messages = 0, fitted_ops = 0;  // how much evidence
   std::string source;

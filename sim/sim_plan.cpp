@@ -59,7 +59,10 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
       // per FLOP, times what sharing its CPU costs (sim/calibration.h).
       const OpTimeModel& k = calibration->costs_for_tp(s.tp);
       const double slowdown = calibration->slowdown_for(world);
-      s.forward_s.push_back(slowdown * (layers * k.forward_overhead_s + fwd / k.forward_flops_per_s));
+      // Under full recomputation the first forward records no graph (the probe measured
+      // what that saves); the one inside the backward does.
+      const double no_graph = options.recompute == "full" ? calibration->no_graph_forward_ratio : 1.0;
+      s.forward_s.push_back(no_graph * slowdown * (layers * k.forward_overhead_s + fwd / k.forward_flops_per_s));
       // dX and dW each cost one forward's FLOPs and half the backward's fixed part.
       const double half_backward = slowdown * (layers * k.backward_overhead_s / 2 + fwd / k.backward_flops_per_s);
       const double again = slowdown * ((options.recompute == "full" ? layers * k.forward_overhead_s : 0.0) +

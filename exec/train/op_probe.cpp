@@ -59,13 +59,30 @@ void run_ops(std::vector<ProbeStage>& stages, TraceRecorder& tracer, const torch
   }
 }
 
+// Seconds of one forward of every stage on `b` samples without recording a graph, as
+// full recomputation's forward runs its blocks (the tensor-parallel all-reduces inside
+// included: those are few next to the ops on the probed sizes).
+double no_graph_forward_seconds(std::vector<ProbeStage>& stages, const torch::Tensor& inputs, int64_t b,
+                                const ProbeShape& shape) {
+  torch::NoGradGuard no_graph;
+  const auto start = Clock::now();
+  for (ProbeStage& stage : stages) {
+    const torch::Tensor x = stage.first ? inputs.narrow(0, 0, b)
+                                        : torch::randn({b, shape.tokens, shape.hidden}, inputs.options().dtype(torch::kFloat32));
+    AutocastScope autocast(shape.bf16, x.device());
+    stage.model->forward(x);
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 // Forward and backward seconds of `stages` at each size: the median over the
 // repetitions (a busy machine's outliers aside) after one warm-up round, the sizes
 // taking turns so drift hits them alike.
 nlohmann::json time_stages(std::vector<ProbeStage>& stages, TraceRecorder& tracer, const torch::Tensor& inputs,
                            const torch::Tensor& labels, const std::vector<int64_t>& sizes, const ProbeShape& shape) {
   std::vector<std::vector<double>> forward(sizes.size()), backward(sizes.size());
-  for (int rep = 0; rep <= kRepetitions; ++rep)
+  std::vector<double> no_graph;  // at the largest size
+  for (int rep = 0; rep <= kRepetitions; ++rep) {
     for (size_t k = 0; k < sizes.size(); ++k) {
       tracer.set_step(kProbeStep, true);
       run_ops(stages, tracer, inputs, labels, sizes[k], shape);
@@ -75,7 +92,11 @@ nlohmann::json time_stages(std::vector<ProbeStage>& stages, TraceRecorder& trace
       forward[k].push_back(f);
       backward[k].push_back(bw);
     }
-  nlohmann::json out = {{"forward_s", nlohmann::json::array()}, {"backward_s", nlohmann::json::array()}};
+    const double f = no_graph_forward_seconds(stages, inputs, sizes[0], shape);
+    if (rep > 0) no_graph.push_back(f);
+  }
+  nlohmann::json out = {{"forward_s", nlohmann::json::array()}, {"backward_s", nlohmann::json::array()},
+                        {"forward_no_graph_s", core::median(no_graph)}};
   for (size_t k = 0; k < sizes.size(); ++k) {
     out["forward_s"].push_back(core::median(forward[k]));
     out["backward_s"].push_back(core::median(backward[k]));

@@ -34,7 +34,8 @@ struct ProbeShape {
 // samples.  Returns, on rank 0, one entry per rank (seconds per op at each size, the
 // median over the repetitions, summed over the rank's chunks):
 //   {"rank": r, "solo": bool, "micro_batch": [b, b/2, b/4], "tp": t, "forward_s": [..], "backward_s": [..],
-//    "tp1": {"forward_s": [..], "backward_s": [..]}}      (tp1: the same blocks unsharded, when t > 1)
+//    "forward_no_graph_s": f,                              (at b, under NoGradGuard)
+//    "tp1": {"forward_s": [..], "backward_s": [..], ...}}  (tp1: the same blocks unsharded, when t > 1)
 // elsewhere null.  Needs the communicator's tracer (to subtract the tp all-reduces);
 // leaves it inactive and the gradients zero.
 nlohmann::json probe_op_shapes(ParallelModel& model, Communicator& comm, const torch::Tensor& inputs,
