@@ -2,8 +2,14 @@
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+// Gloo's own headers come with PyPI's wheels and Debian's libtorch-dev, not with every
+// PyTorch installation (a GPU image's torch 2.11 had none): without them the CPU process
+// groups are switched off (NCCL still works) and make_gloo says so.
+#if __has_include(<gloo/algorithm.h>)
+#define QN_HAVE_GLOO_HEADERS 1
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #ifdef QN_WITH_CUDA
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -33,10 +39,16 @@ c10::intrusive_ptr<c10d::Store> make_prefix_store(const std::string& prefix, c10
 
 c10::intrusive_ptr<CommBackend> make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                                           std::chrono::milliseconds timeout, const std::string& hostname) {
+#ifdef QN_HAVE_GLOO_HEADERS
   auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
   opts->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
                                            : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
   return c10::make_intrusive<c10d::ProcessGroupGloo>(std::move(store), rank, size, opts);
+#else
+  (void)store, (void)rank, (void)size, (void)timeout, (void)hostname;
+  throw core::UserError("this build's PyTorch installation ships no Gloo headers, so CPU process groups are not "
+                        "built in; train on CUDA (NCCL) or build against a PyTorch wheel or Debian's libtorch-dev");
+#endif
 }
 
 c10::intrusive_ptr<CommBackend> make_nccl(c10::intrusive_ptr<c10d::Store> store, int rank, int size,

