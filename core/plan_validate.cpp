@@ -54,6 +54,12 @@ class Checker {
       fail("recompute", "unknown value '" + p_.recompute + "'; choose none, selective or full");
     if (p_.sequence_parallel && p_.tp() < 2)
       fail("sequence_parallel", "true needs tensor parallelism (tp > 1); the mesh has tp = 1");
+    if (p_.sequence_parallel) {  // each tp rank holds an equal part of every sample's tokens
+      const int tokens = model_kind(p_.model.kind).dims(p_.model, p_.max_seq_length).seq;
+      if (tokens % p_.tp() != 0)
+        fail("sequence_parallel", "the model's " + std::to_string(tokens) + " tokens per sample do not split evenly "
+                                  "over tp " + std::to_string(p_.tp()) + "; choose a tp that divides them");
+    }
     if (p_.zero_stage > 1)
       fail("zero_stage", std::to_string(p_.zero_stage) + " is not built (ZeRO-2/3 shard gradients and parameters too); "
                          "choose 0 or 1");

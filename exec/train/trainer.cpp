@@ -270,12 +270,9 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   const int chunks = static_cast<int>(r->pm->chunks.size());
   r->schedule = core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), p.microbatches(), chunks);
   r->tokens = model.tokens(p);
-  if (r->pm->tp.sequence_parallel) {  // what crosses a stage boundary is this rank's part of the sequence
-    if (r->tokens % r->pm->tp.size() != 0)
-      throw core::UserError("sequence_parallel: the model's " + std::to_string(r->tokens) +
-                            " tokens per sample do not split evenly over tp " + std::to_string(r->pm->tp.size()));
-    r->tokens /= r->pm->tp.size();
-  }
+  // What crosses a stage boundary under sequence parallelism: this rank's part of the
+  // sequence (the plan's validation checked that the parts are equal).
+  if (r->pm->tp.sequence_parallel) r->tokens /= r->pm->tp.size();
   const int side_by_side = microbatches_side_by_side(p, comm_, options_, chunks);
   r->runner = std::make_unique<PipelineRunner>(r->schedule, *r->pm, comm_, r->tokens, p.model.hidden(),
                                                p.precision == "bf16", side_by_side, recompute_from_plan(p.recompute));

@@ -118,6 +118,9 @@ TEST(Plan, RejectsUnknownScheduleStrategyModel) {
 TEST(Plan, RejectsMemoryOptionsItCannotRun) {
   EXPECT_MESSAGE(vit_yaml("recompute: some\n"), "recompute", "unknown value 'some'", "none, selective or full");
   EXPECT_MESSAGE("batch_size: 8\nmesh_dim: [2, 1, 1]\nsequence_parallel: true\n", "sequence_parallel", "tp > 1");
+  // The ViT's 49 patches and class token over tp 4.
+  EXPECT_MESSAGE("batch_size: 8\nmesh_dim: [1, 4, 1]\nsequence_parallel: true\n", "sequence_parallel",
+                 "50 tokens per sample do not split evenly over tp 4");
   EXPECT_MESSAGE(vit_yaml("zero_stage: 2\n"), "zero_stage", "2 is not built", "choose 0 or 1");
   EXPECT_MESSAGE(vit_yaml("zero_stage: 4\n"), "zero_stage", "out of range");
   EXPECT_MESSAGE(vit_yaml("sequence_parallel: maybe\n"), "sequence_parallel");
