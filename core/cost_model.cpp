@@ -103,7 +103,6 @@ StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, doub
   const double whole_layer = sbh * (linear + scores);
   if (o.recompute == "full") {
     c.activation_bytes = layers * 2.0 * sbh / (o.sequence_parallel ? tp : 1);
-    c.recompute_working_bytes = layers > 0 ? whole_layer : 0.0;
     c.recompute_flops = layers * tokens * (8.0 * h * h + 4.0 * h * m.ffn + 4.0 * s * h) / tp;
   } else if (o.recompute == "selective") {
     c.activation_bytes = layers * sbh * linear;
@@ -111,6 +110,12 @@ StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, doub
   } else {
     c.activation_bytes = layers * whole_layer;
   }
+  // sbh is half the bytes of s b h values: the two h-wide gradients and the MLP's 4h-wide
+  // one (split over tp) are 2 sbh (2 + ffn / (h t)).  Sequence parallelism does not shrink
+  // them: the backward re-gathers each tensor-parallel region's input whole.
+  if (layers > 0)
+    c.backward_working_bytes = 2.0 * sbh * (2.0 + static_cast<double>(m.ffn) / (h * tp)) +
+                               (o.recompute == "full" ? whole_layer : 0.0);
   return c;
 }
 

@@ -49,10 +49,13 @@ struct StageCost {
   int tp_allreduces_forward = 0;    // per microbatch forward (2 per layer); backward the same
   double activation_bytes = 0;      // stored for the backward, per microbatch in flight
   // Recomputation: forward FLOPs done again inside the backward (full: the layers'
-  // forward; selective: the attention core's QK^T and .V), and, with full, the one
-  // layer's activations that live while its backward runs.
+  // forward; selective: the attention core's QK^T and .V).
   double recompute_flops = 0;
-  double recompute_working_bytes = 0;
+  // What lives only while one layer's backward runs, on top of the stored activations:
+  // the gradients flowing through it (at its output and its input, s b h values each,
+  // and the MLP's widest, s b ffn / t) and, with full recomputation, the layer's
+  // recomputed activations.  Korthikanti et al. count stored activations only.
+  double backward_working_bytes = 0;
 };
 // Activation bytes per layer follow Korthikanti et al. 2022, Table 2 (16-bit values,
 // scaled by bytes_per_value / 2): s b h (10 + 24/t + 5as/(ht)) without sequence

@@ -43,7 +43,7 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
       const core::StageCost cost = core::stage_cost(dims, ranges[stage].first, ranges[stage].end, b, s.tp, bytes, options);
       fwd += cost.forward_flops;
       recompute += cost.recompute_flops;
-      working = std::max(working, cost.recompute_working_bytes);
+      working = std::max(working, cost.backward_working_bytes);
       layers += stage_layer_count(dims, ranges[stage]);
       params += cost.parameters;
       activations = std::max(activations, cost.activation_bytes);
@@ -79,8 +79,8 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
       s.optimizer_s = std::max(s.optimizer_s, calibration->optimizer_s_per_parameter * params /
                                                   (plan.zero_stage >= 1 ? s.dp : 1));
     s.dp_grad_bytes.push_back(params * bytes);
-    // Activations: each microbatch in flight at the peak keeps its stored ones (plus, with
-    // full recomputation, one layer's whole activations during its backward).
+    // Activations: each microbatch in flight at the peak keeps its stored ones, plus what
+    // one layer's backward holds while it runs (StageCost::backward_working_bytes).
     s.memory.push_back(core::rank_memory(params, activations * shape.peak_activations[r] + working, bytes == 4.0,
                                          options, s.dp));
     s.memory_bytes.push_back(s.memory.back().total());

@@ -47,6 +47,12 @@ TEST(CostModel, ActivationMemoryAndRecomputationFollowKorthikanti) {
   EXPECT_NEAR(layer("full", false).recompute_flops, layer("none", false).forward_flops, 1);
   EXPECT_NEAR(layer("selective", false).recompute_flops, s * 4 * s * h / t, 1);  // QK^T and .V
   EXPECT_EQ(layer("none", false).recompute_flops, 0);
+  // While a layer's backward runs: the gradients at its output and input (s b h values each)
+  // and the MLP's s b 4h / t; full recomputation adds the layer's activations, recomputed.
+  const double gradients = 2 * (2 * sbh + 4 * sbh / t);
+  EXPECT_NEAR(layer("none", false).backward_working_bytes, gradients, 1);
+  EXPECT_NEAR(layer("selective", true).backward_working_bytes, gradients, 1);
+  EXPECT_NEAR(layer("full", false).backward_working_bytes, gradients + layer("none", false).activation_bytes, 1);
   // Without dropout (the executor's ViT): no masks, no dropped-out attention weights —
   // 16 sbh + a s^2 b values per layer, 8 sbh bytes of them whole under tensor parallelism.
   core::ModelDims plain = m;
