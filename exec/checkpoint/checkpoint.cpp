@@ -39,6 +39,28 @@ void maybe_die_mid_write(int rank, long step, const std::string& path, const std
   std::_Exit(9);
 }
 
+// The slot's AdamW moments this rank holds: the whole of them under "exp_avg/NAME" and
+// "exp_avg_sq/NAME" when one piece covers the parameter (always without ZeRO-1), else each
+// part a piece covers, flattened, under "exp_avg/NAME@START" (START: the part's first
+// element in the flattened parameter) — ZeRO-1's state stays sharded on disk, and
+// ShardReader reassembles it from the dp ranks' shards.
+void insert_moments(c10::Dict<std::string, torch::Tensor>& dict, const FlatParameters::Slot& slot,
+                    const std::vector<FlatAdamW::MomentPiece>& pieces) {
+  for (const FlatAdamW::MomentPiece& p : pieces) {
+    const std::int64_t begin = std::max(slot.offset, p.offset);
+    const std::int64_t end = std::min(slot.offset + slot.numel, p.offset + p.exp_avg.numel());
+    if (begin >= end) continue;
+    const bool whole = end - begin == slot.numel;
+    const std::string suffix = whole ? "" : "@" + std::to_string(begin - slot.offset);
+    auto part = [&](const torch::Tensor& moment) {
+      const torch::Tensor t = moment.narrow(0, begin - p.offset, end - begin).clone().cpu();
+      return whole ? t.view(slot.param.sizes()) : t;
+    };
+    dict.insert("exp_avg/" + slot.name + suffix, part(p.exp_avg));
+    dict.insert("exp_avg_sq/" + slot.name + suffix, part(p.exp_avg_sq));
+  }
+}
+
 void copy_into(torch::Tensor dst, const torch::Tensor& src, const std::string& what) {
   if (src.sizes() != dst.sizes())
     throw core::UserError("checkpoint: '" + what + "' has shape " + c10::str(src.sizes()) + ", this model expects " +
@@ -85,15 +107,12 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
   info.file = shard_file(rank);
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
     FlatParameters& flat = *pm.chunks[c].flat;
-    // ZeRO-1: the moments gathered from the dp ranks' pieces, so that the shard has the
-    // same contents with and without it and loads onto any dp.
-    auto [exp_avg, exp_avg_sq] = optimizers[c]->whole_moments();
+    const std::vector<FlatAdamW::MomentPiece> pieces = optimizers[c]->moment_pieces();
     for (const auto& slot : flat.slots()) {
       info.tensors.push_back(slot.name);
       // Cloned: pickling a view would store its whole flat buffer.
       dict.insert("param/" + slot.name, slot_view(flat.params(), slot).clone().cpu());
-      dict.insert("exp_avg/" + slot.name, slot_view(exp_avg, slot).clone().cpu());
-      dict.insert("exp_avg_sq/" + slot.name, slot_view(exp_avg_sq, slot).clone().cpu());
+      insert_moments(dict, slot, pieces);
     }
   }
   dict.insert("rng/cpu", at::detail::getDefaultCPUGenerator().get_state());
@@ -182,10 +201,7 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
         const std::string key = kStateKinds[k] + slot.name;
         torch::Tensor value;
         if (same_layout) {
-          const TensorMap& mine = reader.shard(comm.rank());
-          auto it = mine.find(key);
-          if (it == mine.end()) throw core::UserError(dir + ": rank " + std::to_string(comm.rank()) + "'s shard lacks '" + key + "'");
-          value = it->second;
+          value = reader.tensor(comm.rank(), kStateKinds[k], slot.name);
         } else {
           value = reader.serial(kStateKinds[k], slot.name);
           if (auto d = dims.find(slot.name); d != dims.end() && pm.tp.size() > 1)
@@ -193,7 +209,7 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
         }
         copy_into(slot_view(*buffers[k], slot), value, key);
       }
-    opt.load_whole_moments(exp_avg, exp_avg_sq);  // ZeRO-1: this dp rank's pieces
+    opt.load_whole_moments(exp_avg, exp_avg_sq);  // ZeRO-1: keeps this dp rank's pieces
     opt.set_steps(m.step);
   }
   // The RNG streams belong to ranks; on another mesh they are not carried over.

@@ -40,13 +40,35 @@ const ShardInfo& ShardReader::holder(const std::string& name, int tp) const {
                         ")");
 }
 
+torch::Tensor ShardReader::tensor(int rank, const std::string& kind, const std::string& name) {
+  const TensorMap& own = shard(rank);
+  if (auto it = own.find(kind + name); it != own.end()) return it->second;
+  const auto param = own.find("param/" + name);
+  if (kind == kStateKinds[0] || param == own.end())
+    throw core::UserError(dir_ + ": rank " + std::to_string(rank) + "'s shard lacks '" + kind + name + "'");
+  // ZeRO-1: the dp ranks of this stage and tp rank each hold the moment whole or in parts.
+  const ShardInfo& me = manifest_.shards[rank];
+  torch::Tensor whole = torch::empty({param->second.numel()}, param->second.options());
+  std::int64_t covered = 0;
+  const std::string prefix = kind + name + "@";
+  for (const ShardInfo& peer : manifest_.shards) {
+    if (peer.tp != me.tp || peer.pp != me.pp) continue;
+    const TensorMap& t = shard(peer.rank);
+    if (auto it = t.find(kind + name); it != t.end()) return it->second;  // a peer holds it whole
+    for (auto it = t.lower_bound(prefix); it != t.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+      whole.narrow(0, std::stoll(it->first.substr(prefix.size())), it->second.numel()).copy_(it->second);
+      covered += it->second.numel();
+    }
+  }
+  if (covered != whole.numel())
+    throw core::UserError(dir_ + ": the shards of dp group (tp " + std::to_string(me.tp) + ", pp " +
+                          std::to_string(me.pp) + ") hold " + std::to_string(covered) + " of the " +
+                          std::to_string(whole.numel()) + " values of '" + kind + name + "'");
+  return whole.view(param->second.sizes());
+}
+
 torch::Tensor ShardReader::serial(const std::string& kind, const std::string& name) {
-  auto piece = [&](int tp) {
-    const TensorMap& t = shard(holder(name, tp).rank);
-    auto it = t.find(kind + name);
-    if (it == t.end()) throw core::UserError(dir_ + ": shard lacks '" + kind + name + "'");
-    return it->second;
-  };
+  auto piece = [&](int tp) { return tensor(holder(name, tp).rank, kind, name); };
   auto dim = manifest_.tp_shard_dims.find(name);
   if (dim == manifest_.tp_shard_dims.end() || manifest_.tp == 1) return piece(0);
   std::vector<torch::Tensor> pieces;

@@ -17,7 +17,10 @@ namespace quintnet::exec {
 using TensorMap = std::map<std::string, torch::Tensor>;
 
 // Shard keys: "param/<name>", "exp_avg/<name>", "exp_avg_sq/<name>" per parameter,
-// and "rng/cpu" for the rank's CPU generator state.
+// and "rng/cpu" for the rank's CPU generator state.  Under ZeRO-1 a rank holds the
+// moments of the parameters its pieces cover whole, and of the others the parts it
+// owns, flattened, as "exp_avg/<name>@<first element>" (and exp_avg_sq).
+
 inline const std::vector<std::string> kStateKinds = {"param/", "exp_avg/", "exp_avg_sq/"};
 
 class ShardReader {
@@ -27,7 +30,11 @@ class ShardReader {
   // One rank's shard, read once and kept.  Throws core::UserError for a missing,
   // truncated or unreadable file.
   const TensorMap& shard(int rank);
-  // The serial tensor `kind + name` (kind from kStateKinds).
+  // Rank `rank`'s tensor `kind + name` (kind from kStateKinds): from its shard, or for
+  // ZeRO-1 moments assembled from the shards of its dp group (the ranks of its tp and
+  // pp coordinates).  Throws core::UserError when it is missing or incomplete.
+  torch::Tensor tensor(int rank, const std::string& kind, const std::string& name);
+  // The serial tensor `kind + name`.
   torch::Tensor serial(const std::string& kind, const std::string& name);
   // Every parameter name the checkpoint holds, in manifest order.
   std::vector<std::string> parameter_names() const;

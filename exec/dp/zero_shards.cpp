@@ -37,11 +37,17 @@ void ZeroShards::put(const torch::Tensor& shard, torch::Tensor& flat) const {
   }
 }
 
-void ZeroShards::all_gather(torch::Tensor& flat) const {
-  flat.copy_(gather_whole(take(flat), flat));
+std::vector<ZeroShards::Range> ZeroShards::pieces() const {
+  std::vector<Range> mine;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) mine.push_back(piece(b, dp_.rank));
+  return mine;
 }
 
-torch::Tensor ZeroShards::gather_whole(const torch::Tensor& shard, const torch::Tensor& like) const {
+void ZeroShards::all_gather(torch::Tensor& flat) const {
+  gather_into(take(flat), flat);  // take() copies: `flat` may be overwritten
+}
+
+void ZeroShards::gather_into(const torch::Tensor& shard, torch::Tensor& out) const {
   torch::NoGradGuard no_grad;
   // Every rank sends the same number of elements: its pieces, each padded to the piece size.
   torch::Tensor mine = torch::zeros({padded_}, shard.options());
@@ -53,16 +59,14 @@ torch::Tensor ZeroShards::gather_whole(const torch::Tensor& shard, const torch::
     to += piece_size_[b];
   }
   const torch::Tensor all = comm_.all_gather(dp_, mine, 0);  // [dp · padded], in dp order
-  torch::Tensor whole = torch::empty_like(like);
   for (int r = 0; r < dp_.size(); ++r) {
     std::int64_t at = r * padded_;
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
       const Range p = piece(b, r);
-      whole.narrow(0, p.offset, p.numel).copy_(all.narrow(0, at, p.numel));
+      out.narrow(0, p.offset, p.numel).copy_(all.narrow(0, at, p.numel));
       at += piece_size_[b];
     }
   }
-  return whole;
 }
 
 }  // namespace quintnet::exec

@@ -36,11 +36,14 @@ class ZeroShards {
   // Collective over dp: every rank's pieces into `flat`.
   void all_gather(torch::Tensor& flat) const;
 
-  // Collective over dp: the whole buffer of which each rank holds `shard` (checkpoints).
-  torch::Tensor gather_whole(const torch::Tensor& shard, const torch::Tensor& like) const;
+  // This rank's pieces as ranges of the flat buffer, in the order take() concatenates them.
+  std::vector<Range> pieces() const;
 
  private:
   Range piece(std::size_t bucket, int dp_rank) const;  // offset into the flat buffer
+  // Collective over dp: every rank's `shard` (its pieces, as take() returns them) into
+  // their places in `out`, a buffer shaped like the flat one.
+  void gather_into(const torch::Tensor& shard, torch::Tensor& out) const;
 
   std::vector<Range> buckets_;
   std::vector<std::int64_t> piece_size_;  // per bucket: ceil(numel / dp)

@@ -60,9 +60,15 @@ void FlatAdamW::update(torch::Tensor& p, const torch::Tensor& g, double lr) {
   p.addcdiv_(exp_avg_, denom, -lr / bias1);
 }
 
-std::pair<torch::Tensor, torch::Tensor> FlatAdamW::whole_moments() const {
-  if (!shards_) return {exp_avg_, exp_avg_sq_};
-  return {shards_->gather_whole(exp_avg_, flat_.params()), shards_->gather_whole(exp_avg_sq_, flat_.params())};
+std::vector<FlatAdamW::MomentPiece> FlatAdamW::moment_pieces() const {
+  if (!shards_) return {{0, exp_avg_, exp_avg_sq_}};
+  std::vector<MomentPiece> pieces;
+  std::int64_t at = 0;  // into this rank's moments, which hold its pieces one after another
+  for (const ZeroShards::Range& r : shards_->pieces()) {
+    pieces.push_back({r.offset, exp_avg_.narrow(0, at, r.numel), exp_avg_sq_.narrow(0, at, r.numel)});
+    at += r.numel;
+  }
+  return pieces;
 }
 
 void FlatAdamW::load_whole_moments(const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq) {

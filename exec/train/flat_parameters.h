@@ -58,8 +58,14 @@ class FlatAdamW {
 
   long steps() const { return step_; }
   void set_steps(long steps) { step_ = steps; }  // resuming from a checkpoint
-  // The moments of the whole buffer (checkpoints): collective over dp under ZeRO-1.
-  std::pair<torch::Tensor, torch::Tensor> whole_moments() const;
+  // The moments this rank holds (checkpoints): one piece covering the whole buffer, or
+  // under ZeRO-1 this rank's pieces.  No communication.
+  struct MomentPiece {
+    std::int64_t offset = 0;  // into the flat buffer
+    torch::Tensor exp_avg, exp_avg_sq;
+  };
+  std::vector<MomentPiece> moment_pieces() const;
+  // Resuming: the moments of the whole buffer, of which this rank keeps its pieces.
   void load_whole_moments(const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq);
   // Bytes of optimizer state this rank holds.
   std::int64_t state_bytes() const;

@@ -3,8 +3,8 @@
 // leaves the previous checkpoint loadable; the checkpoint continues on a 1x2x1 mesh
 // (resharding) with matching losses; `quintnet checkpoint export` equals the
 // parameters the run itself writes; damaged checkpoints are refused with a message.
-// ZeRO-1 (optimizer state split over dp): resuming on the same mesh is bitwise, and
-// its checkpoint continues on dp 4 and dp 1 with the uninterrupted run's losses.
+// ZeRO-1 (optimizer state split over dp, on disk too): resuming on the same mesh is
+// bitwise, and its checkpoint continues on dp 4 and dp 1 with the uninterrupted run's losses.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -185,8 +185,9 @@ TEST(Checkpoint, DamagedCheckpointsAreRefusedWithAMessage) {
 }
 
 // zero_stage 1 on dp 2, with buckets of 50 kB (the ViT has ~1.6 MB of parameters, so
-// every rank's pieces span ~30 buckets).  The checkpoint stores the moments gathered from
-// both ranks' pieces, so it resumes bit for bit on dp 2 and continues on dp 4 and dp 1.
+// every rank's pieces span ~30 buckets).  Each rank's shard stores the moments of its own
+// pieces; the checkpoint resumes bit for bit on dp 2 and, reassembled, continues on dp 4
+// and dp 1.
 TEST(Checkpoint, ZeroOneResumesBitwiseAndReshardsOntoDp4AndDp1) {
   const std::string zero = "zero_stage: 1\nbucket_size_mb: 0.05\n";
   const std::string config = plan("ckpt_zero_dp2", "[2, 1, 1]", zero);
@@ -197,6 +198,20 @@ TEST(Checkpoint, ZeroOneResumesBitwiseAndReshardsOntoDp4AndDp1) {
   ASSERT_EQ(ref.size(), 10u);
   auto first = train(config, 2, "--checkpoint-dir " + d + "/run --checkpoint-every 5 --stop-at-step 5");
   ASSERT_EQ(first.code, 0) << first.err;
+  // On disk the moments stay sharded: the two shards hold the parameters twice and the two
+  // moments once (2 x 2 parameter sizes; without ZeRO-1 2 x 3), and `export
+  // --with-optimizer` reassembles the moments from both.
+  std::uintmax_t shard_bytes = 0;
+  for (const auto& e : fs::directory_iterator(d + "/run/step-00000005"))
+    if (e.path().extension() == ".pt") shard_bytes += fs::file_size(e.path());
+  auto params = run_command(bin("quintnet-checkpoint") + " export " + d + "/run -o " + d + "/params.pt");
+  ASSERT_EQ(params.code, 0) << params.err;
+  auto whole = run_command(bin("quintnet-checkpoint") + " export " + d + "/run --with-optimizer -o " + d + "/whole.pt");
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  const double param_bytes = static_cast<double>(fs::file_size(d + "/params.pt"));
+  EXPECT_GT(shard_bytes, 2 * 1.9 * param_bytes);
+  EXPECT_LT(shard_bytes, 2 * 2.2 * param_bytes);
+  EXPECT_GT(static_cast<double>(fs::file_size(d + "/whole.pt")), 2.9 * param_bytes);
   auto again = train(config, 2, "--metrics " + d + "/dp2.jsonl --resume " + d + "/run");
   ASSERT_EQ(again.code, 0) << again.err;
   const auto dp2 = losses(d + "/dp2.jsonl");
