@@ -37,6 +37,10 @@ c10::intrusive_ptr<c10d::Store> make_prefix_store(const std::string& prefix, c10
 c10::intrusive_ptr<CommBackend> make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                                           std::chrono::milliseconds timeout, const std::string& hostname);
 
+// Whether the backend of `device_type` ("cpu": Gloo, "cuda": NCCL) has a reduce-scatter:
+// NCCL always, Gloo from LibTorch 2 on (1.13's throws "does not support reduce_scatter").
+constexpr bool has_reduce_scatter(bool nccl) { return nccl || TORCH_VERSION_MAJOR >= 2; }
+
 // NCCL; only in builds with QN_WITH_CUDA (throws UserError otherwise).
 c10::intrusive_ptr<CommBackend> make_nccl(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                                           std::chrono::milliseconds timeout);

@@ -137,6 +137,21 @@ c10::intrusive_ptr<c10d::Work> Communicator::all_reduce_sum_async(Group& g, torc
   }
 }
 
+c10::intrusive_ptr<c10d::Work> Communicator::reduce_scatter_sum_async(Group& g, torch::Tensor& input,
+                                                                      torch::Tensor& output) {
+  if (!g.backend) {
+    output.copy_(input);
+    return {};
+  }
+  std::vector<at::Tensor> outputs{output};
+  std::vector<std::vector<at::Tensor>> inputs{input.chunk(g.size())};
+  try {
+    return g.backend->reduce_scatter(outputs, inputs);
+  } catch (const std::exception& e) {
+    throw failed("reduce-scatter on the " + g.name + " group", e);
+  }
+}
+
 bool Communicator::gloo_lacks_dtype(const torch::Tensor& t) const {
   // Gloo (LibTorch 1.13) has no bfloat16 arithmetic ("Invalid scalar type"); NCCL has.
   return device_type_ != "cuda" && t.scalar_type() == torch::kBFloat16;

@@ -1,5 +1,7 @@
 #include "exec/dp/grad_buckets.h"
 
+#include "exec/dp/zero_shards.h"
+
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -55,6 +57,15 @@ std::vector<GradBuckets::Range> GradBuckets::ranges() const {
 
 void GradBuckets::sync_next_backward(bool sync) { sync_ = sync; }
 
+void GradBuckets::reduce_scatter_to(std::shared_ptr<const ZeroShards> shards, const std::vector<torch::Tensor>& whole) {
+  shards_ = std::move(shards);
+  for (Bucket& b : buckets_) b.scatter = true;
+  const auto& slots = flat_.slots();
+  for (size_t i = 0; i < slots.size(); ++i)
+    for (const torch::Tensor& w : whole)
+      if (slots[i].param.is_same(w)) buckets_[bucket_of_[i]].scatter = false;
+}
+
 void GradBuckets::mark_ready(int slot) {
   if (!sync_) return;
   const int b = bucket_of_[slot];
@@ -66,7 +77,14 @@ void GradBuckets::launch(int b) {
   torch::NoGradGuard no_grad;
   bucket.view.div_(dp_.size());
   launches_.push_back({b, bucket.numel * bucket.view.element_size(), std::chrono::steady_clock::now(), {}});
-  bucket.work = comm_.all_reduce_sum_async(dp_, bucket.view);
+  if (bucket.scatter) {
+    const std::int64_t part = shards_->piece_size(b), padding = part * dp_.size() - bucket.numel;
+    bucket.send = padding == 0 ? bucket.view : torch::cat({bucket.view, torch::zeros({padding}, bucket.view.options())});
+    bucket.piece = torch::empty({part}, bucket.view.options());
+    bucket.work = comm_.reduce_scatter_sum_async(dp_, bucket.send, bucket.piece);
+  } else {
+    bucket.work = comm_.all_reduce_sum_async(dp_, bucket.view);
+  }
   bucket.launched = true;
 }
 
@@ -74,14 +92,21 @@ void GradBuckets::finish() {
   if (dp_.size() == 1) return;
   for (int b = 0; b < num_buckets(); ++b)
     if (!buckets_[b].launched) launch(b);
+  torch::NoGradGuard no_grad;
   for (auto& launch : launches_) {
-    comm_.wait(*buckets_[launch.bucket].work,
-               "data-parallel gradient all-reduce (bucket " + std::to_string(launch.bucket) + ")");
+    Bucket& bucket = buckets_[launch.bucket];
+    comm_.wait(*bucket.work, std::string("data-parallel gradient ") + (bucket.scatter ? "reduce-scatter" : "all-reduce") +
+                                 " (bucket " + std::to_string(launch.bucket) + ")");
+    if (bucket.scatter) {  // this rank's averaged piece back into the gradient buffer
+      const auto r = shards_->piece(launch.bucket, dp_.rank);
+      flat_.grads().narrow(0, r.offset, r.numel).copy_(bucket.piece.narrow(0, 0, r.numel));
+    }
     launch.end = std::chrono::steady_clock::now();
   }
   finished_ = std::move(launches_);
   launches_.clear();
-  for (auto& bucket : buckets_) bucket.ready = 0, bucket.launched = false, bucket.work.reset();
+  for (auto& bucket : buckets_)
+    bucket.ready = 0, bucket.launched = false, bucket.work.reset(), bucket.send.reset(), bucket.piece.reset();
 }
 
 }  // namespace quintnet::exec

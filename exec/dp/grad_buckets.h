@@ -11,6 +11,9 @@
 //
 // Gradient accumulation: only the backward of the last microbatch of a step is
 // synchronised (sync_next_backward(true)); the earlier ones just accumulate locally.
+//
+// ZeRO-1 (reduce_scatter_to): a bucket is reduce-scattered instead, each dp rank
+// receiving the average of its own piece only — half the bytes of an all-reduce.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -23,6 +26,8 @@
 
 namespace quintnet::exec {
 
+class ZeroShards;
+
 class GradBuckets {
  public:
   GradBuckets(FlatParameters& flat, Communicator& comm, Group& dp, double bucket_mb);
@@ -34,6 +39,15 @@ class GradBuckets {
   void sync_next_backward(bool sync);
   // Launches the buckets the backward did not complete, waits for all.  Once per step.
   void finish();
+
+  // ZeRO-1, where the backend reduce-scatters (Communicator::can_reduce_scatter): after
+  // finish() only this rank's pieces (`shards`, built on ranges()) of the gradient buffer
+  // hold the average; the rest holds this rank's own gradients.  Buckets holding one of
+  // `whole` — parameters whose whole gradient is needed afterwards (GPT-2's tied
+  // embedding, summed over the pipeline next) — are still all-reduced.
+  void reduce_scatter_to(std::shared_ptr<const ZeroShards> shards, const std::vector<torch::Tensor>& whole);
+  // The pieces averaged after finish() when reduce-scattering; null: the whole buffer.
+  const ZeroShards* scattered_to() const { return shards_.get(); }
 
   int num_buckets() const { return static_cast<int>(buckets_.size()); }
   // Each bucket's range of the flat gradient buffer, in buffer order.
@@ -56,7 +70,9 @@ class GradBuckets {
     int64_t offset = 0, numel = 0;
     int slots = 0, ready = 0;
     bool launched = false;
-    torch::Tensor view;  // the bucket's range of the gradient buffer
+    bool scatter = false;  // reduce-scattered (ZeRO-1), else all-reduced
+    torch::Tensor view;    // the bucket's range of the gradient buffer
+    torch::Tensor send, piece;  // reduce-scatter: the bucket padded to dp equal parts, and this rank's part
     c10::intrusive_ptr<c10d::Work> work;
   };
   void launch(int bucket);
@@ -66,6 +82,7 @@ class GradBuckets {
   Group& dp_;
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_;  // slot -> bucket
+  std::shared_ptr<const ZeroShards> shards_;
   // Whatever pointer type grad_accumulator returns (shared_ptr in LibTorch 1.13,
   // intrusive_ptr in 2.x): the accumulators stay alive while their hooks are registered.
   using AccumulatorPtr = decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));

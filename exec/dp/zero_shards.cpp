@@ -43,6 +43,12 @@ std::vector<ZeroShards::Range> ZeroShards::pieces() const {
   return mine;
 }
 
+torch::Tensor ZeroShards::owned(const torch::Tensor& flat) const {
+  torch::Tensor out = torch::zeros_like(flat);
+  for (const Range& r : pieces()) out.narrow(0, r.offset, r.numel).copy_(flat.narrow(0, r.offset, r.numel));
+  return out;
+}
+
 void ZeroShards::all_gather(torch::Tensor& flat) const {
   gather_into(take(flat), flat);  // take() copies: `flat` may be overwritten
 }

@@ -7,9 +7,9 @@
 // for its pieces only — 1/dp of the optimizer state — updates those parameters, and the
 // updated pieces are then all-gathered so that every replica holds the whole model for
 // the next forward.  Pieces follow the buckets, as in Megatron-LM's distributed
-// optimizer, so that a reduce-scatter per bucket would hand each rank exactly its piece.
-// (The gradients themselves are still all-reduced: LibTorch 1.13's Gloo has no
-// reduce-scatter — docs/EXECUTOR.md.)
+// optimizer, so that the reduce-scatter of a bucket hands each rank exactly its piece
+// (GradBuckets::reduce_scatter_to; where the backend has none, LibTorch 1.13's Gloo, the
+// buckets are all-reduced — docs/EXECUTOR.md).
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -38,9 +38,12 @@ class ZeroShards {
 
   // This rank's pieces as ranges of the flat buffer, in the order take() concatenates them.
   std::vector<Range> pieces() const;
+  Range piece(std::size_t bucket, int dp_rank) const;  // offset into the flat buffer
+  std::int64_t piece_size(std::size_t bucket) const { return piece_size_[bucket]; }  // before trimming
+  // A copy of `flat` with everything but this rank's pieces zeroed.
+  torch::Tensor owned(const torch::Tensor& flat) const;
 
  private:
-  Range piece(std::size_t bucket, int dp_rank) const;  // offset into the flat buffer
   // Collective over dp: every rank's `shard` (its pieces, as take() returns them) into
   // their places in `out`, a buffer shaped like the flat one.
   void gather_into(const torch::Tensor& shard, torch::Tensor& out) const;

@@ -76,11 +76,17 @@ Trainer::Trainer(const core::Plan& plan, Communicator& comm, TrainOptions option
 double Trainer::gradient_norm(ParallelModel& pm) {
   // ‖g‖² = Σ over pipeline stages of [Σ over tp-sharded parameters (summed over the
   // tp group) + Σ over replicated ones (identical on every tp rank, counted once)].
+  // Under ZeRO-1's reduce-scatter each dp rank holds only its pieces' averaged gradients:
+  // it counts those, and the dp ranks' sums add up to the whole.
   torch::NoGradGuard no_grad;
   torch::Tensor sharded = torch::zeros({1}, stats_options()), replicated = torch::zeros({1}, stats_options());
+  bool pieces = false;
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
     auto& chunk = pm.chunks[c];
-    const torch::Tensor sq = chunk.flat->grads().to(torch::kFloat64).square();
+    const ZeroShards* scattered = chunk.dp ? chunk.dp->scattered_to() : nullptr;
+    pieces = pieces || scattered;
+    const torch::Tensor grads = scattered ? scattered->owned(chunk.flat->grads()) : chunk.flat->grads();
+    const torch::Tensor sq = grads.to(torch::kFloat64).square();
     const torch::Tensor s = (sq * chunk.flat->sharded_mask()).sum();
     sharded += s;
     replicated += sq.sum() - s;
@@ -88,11 +94,13 @@ double Trainer::gradient_norm(ParallelModel& pm) {
     // the first and the last stage: count it once, on the first.
     if (pm.is_last(static_cast<int>(c)) && !pm.is_first(static_cast<int>(c)))
       for (const torch::Tensor& p : chunk.model->tied_parameters())
-        sharded -= p.grad().to(torch::kFloat64).square().sum();
+        for (const auto& slot : chunk.flat->slots())
+          if (slot.param.is_same(p)) sharded -= sq.narrow(0, slot.offset, slot.numel).sum();
   }
   comm_.all_reduce_sum(comm_.axis("tp"), sharded);
   torch::Tensor total = sharded + replicated;
   comm_.all_reduce_sum(comm_.axis("pp"), total);
+  if (pieces) comm_.all_reduce_sum(comm_.axis("dp"), total);
   // Rounding can leave the tied correction a hair below zero; a NaN must stay NaN
   // (std::max(0.0, NaN) would call it 0).
   const double squared = total.item<double>();
@@ -259,11 +267,20 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   serial->to(device_);
   r->pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
   serial = nullptr;
-  // zero_stage 1: each dp rank keeps and updates its pieces of every DP bucket.
+  // zero_stage 1: each dp rank keeps and updates its pieces of every DP bucket, and where
+  // the backend can, receives only those pieces' averaged gradients (a reduce-scatter).
   Group& dp = comm_.axis("dp");
-  for (auto& chunk : r->pm->chunks) {
+  for (int c = 0; c < static_cast<int>(r->pm->chunks.size()); ++c) {
+    ModelChunk& chunk = r->pm->chunks[c];
     std::shared_ptr<ZeroShards> shards;
-    if (p.zero_stage == 1 && dp.size() > 1) shards = std::make_shared<ZeroShards>(chunk.dp->ranges(), comm_, dp);
+    if (p.zero_stage == 1 && dp.size() > 1) {
+      shards = std::make_shared<ZeroShards>(chunk.dp->ranges(), comm_, dp);
+      // The tied embedding's two copies are summed over the pipeline after the backward:
+      // each needs its whole averaged gradient.
+      std::vector<torch::Tensor> whole;
+      if (r->pm->num_stages > 1 && (r->pm->is_first(c) || r->pm->is_last(c))) whole = chunk.model->tied_parameters();
+      if (comm_.can_reduce_scatter()) chunk.dp->reduce_scatter_to(shards, whole);
+    }
     r->optimizers.push_back(std::make_unique<FlatAdamW>(*chunk.flat, p.weight_decay, std::move(shards)));
   }
 
@@ -292,7 +309,11 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
     std::int64_t bytes = 0;
     for (const auto& opt : r->optimizers) bytes += opt->state_bytes();
     r->log->message("optimizer state: " + std::to_string(bytes) + " bytes on this rank (zero_stage 1 over dp " +
-                    std::to_string(dp.size()) + ")");
+                    std::to_string(dp.size()) + "; gradients " +
+                    (dp.size() == 1             ? std::string("not averaged")
+                     : comm_.can_reduce_scatter() ? std::string("reduce-scattered")
+                                                  : std::string("all-reduced: this backend has no reduce-scatter")) +
+                    ")");
   }
   r->checkpoints = std::make_unique<Checkpointer>(p, comm_, options_);
   r->state = r->checkpoints->start(*r->pm, r->optimizers, r->total_steps, *r->log);
