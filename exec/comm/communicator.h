@@ -68,9 +68,11 @@ class Communicator {
   void all_reduce_max(Group& g, torch::Tensor& t);
   c10::intrusive_ptr<c10d::Work> all_reduce_sum_async(Group& g, torch::Tensor& t);  // null for size 1
   // Reduce-scatter: `input`, g.size() equal parts in group order, summed over the group;
-  // this member's part into `output`.  Only where can_reduce_scatter().
+  // this member's part into `output`.  Only where can_reduce_scatter(input).
   c10::intrusive_ptr<c10d::Work> reduce_scatter_sum_async(Group& g, torch::Tensor& input, torch::Tensor& output);
-  bool can_reduce_scatter() const { return has_reduce_scatter(device_type_ == "cuda"); }
+  bool can_reduce_scatter(const torch::Tensor& t) const {
+    return has_reduce_scatter(device_type_ == "cuda") && !gloo_lacks_dtype(t);
+  }
   void broadcast(Group& g, torch::Tensor& t, int root_index);
   // Concatenates each member's `t` along `dim`, in group order.
   torch::Tensor all_gather(Group& g, const torch::Tensor& t, int64_t dim);

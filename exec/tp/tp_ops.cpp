@@ -51,12 +51,23 @@ torch::Tensor all_gather_sequence(const torch::Tensor& x, const TpContext& tp) {
   return out;
 }
 torch::Tensor reduce_scatter(const torch::Tensor& x, const TpContext& tp) {
-  torch::Tensor sum = x.contiguous().clone();
   const auto start = TraceRecorder::Clock::now();
-  tp.comm->all_reduce_sum(*tp.group, sum);  // Gloo on 1.13 has no reduce-scatter
-  torch::Tensor out = own_part(sum, tp);
-  traced(tp, "reducescatter", "tp reduce-scatter (sequence)", start, sum);
-  return out;
+  if (!tp.comm->can_reduce_scatter(x)) {  // LibTorch 1.13's Gloo: an all-reduce, then this rank's part
+    torch::Tensor sum = x.contiguous().clone();
+    tp.comm->all_reduce_sum(*tp.group, sum);
+    torch::Tensor out = own_part(sum, tp);
+    traced(tp, "reducescatter", "tp reduce-scatter (sequence)", start, sum);
+    return out;
+  }
+  TORCH_CHECK(x.size(1) % tp.size() == 0, "sequence parallel: ", x.size(1), " tokens are not divisible by tp ", tp.size());
+  // Sequence first, so that the tp parts of the sequence lie one after another.
+  torch::Tensor in = x.transpose(0, 1).contiguous();
+  std::vector<int64_t> part_shape = in.sizes().vec();
+  part_shape[0] /= tp.size();
+  torch::Tensor part = torch::empty(part_shape, in.options());
+  if (auto work = tp.comm->reduce_scatter_sum_async(*tp.group, in, part)) tp.comm->wait(*work, "tp reduce-scatter (sequence)");
+  traced(tp, "reducescatter", "tp reduce-scatter (sequence)", start, in);
+  return part.transpose(0, 1).contiguous();
 }
 
 torch::Tensor own_slice(const torch::Tensor& x, const TpContext& tp) {
