@@ -6,17 +6,51 @@
 
 #include "exec/train/cpu_allocator.h"
 
-namespace quintnet::exec {
+#ifdef QN_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
-ActivationPeak::ActivationPeak() : alive_before_(caching_cpu_allocator_stats().live_bytes) { reset_cpu_peak_bytes(); }
+namespace quintnet::exec {
+namespace {
+
+// Bytes the device's allocator has handed out and not taken back: now, and the most
+// since the last reset_peak.
+struct Allocated {
+  std::size_t current = 0, peak = 0;
+};
+
+Allocated allocated(const torch::Device& device) {
+  if (device.is_cpu()) return {caching_cpu_allocator_stats().live_bytes, caching_cpu_allocator_stats().peak_live_bytes};
+#ifdef QN_WITH_CUDA
+  // allocated_bytes[0]: StatType::AGGREGATE, every pool (its namespace moved between versions).
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  return {static_cast<std::size_t>(stats.allocated_bytes[0].current),
+          static_cast<std::size_t>(stats.allocated_bytes[0].peak)};
+#else
+  return {};
+#endif
+}
+
+void reset_peak(const torch::Device& device) {
+  if (device.is_cpu()) return reset_cpu_peak_bytes();
+#ifdef QN_WITH_CUDA
+  c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+#endif
+}
+
+}  // namespace
+
+ActivationPeak::ActivationPeak(const torch::Device& device) : device_(device), alive_before_(allocated(device).current) {
+  reset_peak(device);
+}
 
 std::size_t ActivationPeak::bytes() const {
-  const std::size_t peak = caching_cpu_allocator_stats().peak_live_bytes;
+  const std::size_t peak = allocated(device_).peak;
   return peak > alive_before_ ? peak - alive_before_ : 0;
 }
 
 std::string memory_report(Communicator& comm, ParallelModel& pm, const Optimizers& optimizers,
-                          std::size_t activation_bytes) {
+                          std::size_t activation_bytes, const torch::Device& device) {
   double parameters = 0, gradients = 0, optimizer = 0;
   for (auto& chunk : pm.chunks) {
     parameters += static_cast<double>(chunk.flat->params().nbytes());
@@ -49,7 +83,8 @@ std::string memory_report(Communicator& comm, ParallelModel& pm, const Optimizer
          std::to_string(mesh.coord(rank, "tp")) + ", pp " + std::to_string(mesh.coord(rank, "pp")) + "): " + mib(most) +
          " MiB = parameters " + mib(fullest["parameters"]) + " + gradients " + mib(fullest["gradients"]) +
          " + optimizer state " + mib(fullest["optimizer"]) + " + activations " + mib(fullest["activations"]) +
-         " (CPU tensors; activations: the peak over a step's forward and backward)";
+         (device.is_cpu() ? " (CPU tensors" : " (CUDA caching allocator") +
+         "; activations: the peak over a step's forward and backward)";
 }
 
 }  // namespace quintnet::exec

@@ -172,7 +172,7 @@ Trainer::StepOutcome Trainer::train_step(PipelineRunner& runner, ParallelModel& 
                                          const std::vector<torch::Tensor>& labels, long step, double lr) {
   for (auto& chunk : pm.chunks) chunk.flat->zero_grad();
   StepOutcome out;
-  const ActivationPeak activations;
+  const ActivationPeak activations(device_);
   out.stats = runner.train_step(inputs, labels);
   out.activation_bytes = activations.bytes();
   if (pm.tp.sequence_parallel) sum_sequence_parallel_gradients(pm);
@@ -432,11 +432,9 @@ TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
   if (blocks_recomputed() > 0)
     r.log->message("activations: " + std::to_string(blocks_recomputed()) +
                    " blocks recomputed in the backward on this rank (recompute: full)");
-  if (device_.is_cpu()) {  // the allocator that measures it counts CPU tensors
-    const std::string memory = memory_report(comm_, *r.pm, r.optimizers,
-                                             r.steps_run > 1 ? r.activation_peak : r.first_step_activations);
-    if (!memory.empty()) r.log->message(memory);
-  }
+  const std::string memory = memory_report(comm_, *r.pm, r.optimizers,
+                                           r.steps_run > 1 ? r.activation_peak : r.first_step_activations, device_);
+  if (!memory.empty()) r.log->message(memory);
   if (attention_cores_recomputed() > 0)
     r.log->message("activations: " + std::to_string(attention_cores_recomputed()) +
                    " attention cores recomputed in the backward on this rank (recompute: selective)");

@@ -67,7 +67,7 @@ class Trainer {
     StepStats stats;           // this rank's dp shard
     double global_loss = 0.0;  // the mean over dp replicas
     double grad_norm = 0.0;    // before clipping
-    std::size_t activation_bytes = 0;  // the peak of the forward and backward passes (CPU)
+    std::size_t activation_bytes = 0;  // the peak of the forward and backward passes
     // Empty when the loss and the gradient norm are finite (the optimizer stepped);
     // else what went wrong, the same on every rank (the optimizer did not step).
     std::string nonfinite;
