@@ -42,7 +42,7 @@ class GradBuckets {
 
   // ZeRO-1, where the backend reduce-scatters (Communicator::can_reduce_scatter): after
   // finish() only this rank's pieces (`shards`, built on ranges()) of the gradient buffer
-  // hold the average; the rest holds this rank's own gradients.  Buckets holding one of
+  // hold the average; the rest holds this rank's own gradients over dp.  Buckets holding one of
   // `whole` — parameters whose whole gradient is needed afterwards (GPT-2's tied
   // embedding, summed over the pipeline next) — are still all-reduced.
   void reduce_scatter_to(std::shared_ptr<const ZeroShards> shards, const std::vector<torch::Tensor>& whole);
