@@ -39,9 +39,11 @@ torch::Tensor all_reduce(const torch::Tensor& x, const TpContext& tp) {
 }
 
 // Sequence parallelism's collectives along dim 1.
+void check_tokens_divide(const torch::Tensor& x, const TpContext& tp) {
+  TORCH_CHECK(x.size(1) % tp.size() == 0, "sequence parallel: ", x.size(1), " tokens are not divisible by tp ", tp.size());
+}
 torch::Tensor own_part(const torch::Tensor& x, const TpContext& tp) {
-  const int64_t tokens = x.size(1);
-  TORCH_CHECK(tokens % tp.size() == 0, "sequence parallel: ", tokens, " tokens are not divisible by tp ", tp.size());
+  check_tokens_divide(x, tp);
   return x.chunk(tp.size(), 1)[tp.rank()].contiguous();
 }
 torch::Tensor all_gather_sequence(const torch::Tensor& x, const TpContext& tp) {
@@ -59,7 +61,7 @@ torch::Tensor reduce_scatter(const torch::Tensor& x, const TpContext& tp) {
     traced(tp, "reducescatter", "tp reduce-scatter (sequence)", start, sum);
     return out;
   }
-  TORCH_CHECK(x.size(1) % tp.size() == 0, "sequence parallel: ", x.size(1), " tokens are not divisible by tp ", tp.size());
+  check_tokens_divide(x, tp);
   // Sequence first, so that the tp parts of the sequence lie one after another.
   torch::Tensor in = x.transpose(0, 1).contiguous();
   std::vector<int64_t> part_shape = in.sizes().vec();

@@ -20,7 +20,10 @@ struct Allocated {
 };
 
 Allocated allocated(const torch::Device& device) {
-  if (device.is_cpu()) return {caching_cpu_allocator_stats().live_bytes, caching_cpu_allocator_stats().peak_live_bytes};
+  if (device.is_cpu()) {
+    const auto stats = caching_cpu_allocator_stats();
+    return {stats.live_bytes, stats.peak_live_bytes};
+  }
 #ifdef QN_WITH_CUDA
   // allocated_bytes[0]: StatType::AGGREGATE, every pool (its namespace moved between versions).
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
