@@ -63,6 +63,13 @@ MemoryOptions MemoryOptions::of(const Plan& plan) {
   return MemoryOptions{plan.recompute, plan.sequence_parallel, plan.zero_stage};
 }
 
+double pipeline_buffer_bytes(double boundary_bytes, int microbatches_in_flight, bool sends_activations,
+                             bool sends_gradients) {
+  const double outputs_and_gradient = sends_activations ? microbatches_in_flight + 1.0 : 0.0;
+  const double gradients_sent = sends_gradients ? 2.0 : 0.0;
+  return boundary_bytes * (outputs_and_gradient + gradients_sent);
+}
+
 MemorySplit rank_memory(double parameters, double activations, bool fp32, const MemoryOptions& o, int dp) {
   MemorySplit m;
   m.weights = parameters * (fp32 ? 4.0 : 2.0);

@@ -64,6 +64,16 @@ struct StageCost {
 StageCost stage_cost(const ModelDims& m, int first_layer, int end_layer, int micro_batch, int tp,
                      double bytes_per_value = 2.0, const MemoryOptions& options = {});
 
+// What a pipeline rank holds beyond its layers' activations (the executor's
+// exec/pp/pipeline_runner.h), `boundary_bytes` each: a rank that sends activations keeps
+// each in-flight microbatch's stage output until that microbatch's backward, and the
+// gradient it receives for it during that backward; a rank that sends gradients holds
+// those the schedule has not yet shown received (core/schedule_delivery.h), counted as two:
+// 1F1B's last stage holds the one just sent and the one before, freed when the next
+// activation arrives.
+double pipeline_buffer_bytes(double boundary_bytes, int microbatches_in_flight, bool sends_activations,
+                             bool sends_gradients);
+
 // One rank's memory, by what holds it.
 struct MemorySplit {
   double weights = 0, gradients = 0, optimizer = 0, activations = 0;

@@ -67,21 +67,23 @@ std::vector<Step> interpret(const Schedule& s, int rank) {
   return steps;
 }
 
-void run_schedule(const std::vector<Step>& steps, ScheduleHandler& handler) {
-  for (const Step& st : steps) {
-    switch (st.action.kind) {
-      case ActionKind::Forward: handler.forward(st); break;
-      case ActionKind::Backward:
-      case ActionKind::BackwardInput:
-      case ActionKind::BackwardWeight: handler.backward(st); break;
-      case ActionKind::SendAct:
-      case ActionKind::SendGrad: handler.send(st); break;
-      case ActionKind::RecvAct:
-      case ActionKind::RecvGrad: handler.recv(st); break;
-      case ActionKind::GradSync: handler.grad_sync(st); break;
-      case ActionKind::OptimizerStep: handler.optimizer_step(st); break;
-    }
+void run_step(const Step& st, ScheduleHandler& handler) {
+  switch (st.action.kind) {
+    case ActionKind::Forward: handler.forward(st); break;
+    case ActionKind::Backward:
+    case ActionKind::BackwardInput:
+    case ActionKind::BackwardWeight: handler.backward(st); break;
+    case ActionKind::SendAct:
+    case ActionKind::SendGrad: handler.send(st); break;
+    case ActionKind::RecvAct:
+    case ActionKind::RecvGrad: handler.recv(st); break;
+    case ActionKind::GradSync: handler.grad_sync(st); break;
+    case ActionKind::OptimizerStep: handler.optimizer_step(st); break;
   }
+}
+
+void run_schedule(const std::vector<Step>& steps, ScheduleHandler& handler) {
+  for (const Step& st : steps) run_step(st, handler);
 }
 
 }  // namespace quintnet::core

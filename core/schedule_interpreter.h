@@ -74,6 +74,8 @@ class ScheduleHandler {
   virtual void optimizer_step(const Step& step) = 0;
 };
 
+// Hands one Step to the handler method for its action.
+void run_step(const Step& step, ScheduleHandler& handler);
 // Hands each Step of `steps` (one rank's, from interpret()) to the handler, in order.
 void run_schedule(const std::vector<Step>& steps, ScheduleHandler& handler);
 

@@ -80,9 +80,13 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
                                                   (plan.zero_stage >= 1 ? s.dp : 1));
     s.dp_grad_bytes.push_back(params * bytes);
     // Activations: each microbatch in flight at the peak keeps its stored ones, plus what
-    // one layer's backward holds while it runs (StageCost::backward_working_bytes).
-    s.memory.push_back(core::rank_memory(params, activations * shape.peak_activations[r] + working, bytes == 4.0,
-                                         options, s.dp));
+    // one layer's backward holds while it runs (StageCost::backward_working_bytes), plus
+    // the pipeline's buffers (core::pipeline_buffer_bytes).
+    const bool sends_activations = r < pp - 1 || chunks > 1, sends_gradients = r > 0 || chunks > 1;
+    const double buffers = core::pipeline_buffer_bytes(s.p2p_bytes, shape.peak_activations[r], sends_activations,
+                                                       sends_gradients);
+    s.memory.push_back(core::rank_memory(params, activations * shape.peak_activations[r] + working + buffers,
+                                         bytes == 4.0, options, s.dp));
     s.memory_bytes.push_back(s.memory.back().total());
   }
   // Without calibration the optimizer (memory-bound, ~16 bytes per parameter) is taken as free.

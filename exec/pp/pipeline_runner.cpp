@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/schedule_delivery.h"
 #include "exec/trace/trace_recorder.h"
 #include "exec/train/autocast.h"
 
@@ -22,6 +23,7 @@ PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Co
                           std::to_string(schedule_.chunks) + " chunks, the model has pp " + std::to_string(pp_.size()) +
                           " with " + std::to_string(model_.chunks.size()));
   steps_ = core::interpret(schedule_, pp_rank_);
+  delivered_before_ = core::delivered_before(schedule_, pp_rank_);
   if (microbatch_threads > 1) {
     if (recompute_ != Recompute::None) throw core::UserError("microbatches side by side do not recompute activations");
     if (comm_.world_size() != 1 || model_.chunks.size() != 1)
@@ -104,9 +106,17 @@ void PipelineRunner::send(const core::Step& step) {
   Slot& slot = slots_[{a.mb, a.chunk}];
   const bool grad = step.message->grad;
   torch::Tensor t = (grad ? slot.input_grad : slot.output).detach().contiguous();
-  pending_sends_.emplace_back(comm_.send_async(pp_, t, a.peer, step.message->tag(schedule_)), t);
+  pending_sends_[*step.message] = PendingSend{comm_.send_async(pp_, t, a.peer, step.message->tag(schedule_)), t};
   if (grad) slot.input_grad = torch::Tensor();
   trace(step, start, t.numel() * t.element_size());
+}
+
+void PipelineRunner::release_delivered_sends(const core::Step& step) {
+  for (const core::Message& m : delivered_before_[step.index]) {
+    const auto sent = pending_sends_.find(m);
+    comm_.wait(*sent->second.work, "pipeline send");  // delivered: returns at once
+    pending_sends_.erase(sent);
+  }
 }
 
 void PipelineRunner::recv(const core::Step& step) {
@@ -211,8 +221,13 @@ StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, c
   stats_ = torch::zeros({3 + schedule_.microbatches}, options);  // loss, correct, samples, per-mb losses
   inputs_ = &inputs;
   labels_ = &labels;
-  core::run_schedule(steps_, *this);
-  for (auto& [work, tensor] : pending_sends_) comm_.wait(*work, "pipeline send");
+  for (const core::Step& step : steps_) {
+    core::run_step(step, *this);
+    // After the action, not before: by then the transport's thread has surely marked the
+    // send done, so the wait does not stall on it.
+    release_delivered_sends(step);
+  }
+  for (auto& [message, send] : pending_sends_) comm_.wait(*send.work, "pipeline send");
   pending_sends_.clear();
   slots_.clear();
   inputs_ = labels_ = nullptr;

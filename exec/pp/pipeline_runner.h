@@ -96,7 +96,17 @@ class PipelineRunner : private core::ScheduleHandler {
   const std::vector<torch::Tensor>* labels_ = nullptr;
   torch::Tensor stats_;
   std::map<Key, Slot> slots_;
-  std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, torch::Tensor>> pending_sends_;
+  // A sent tensor stays alive until its send completes.  Each is waited for (and
+  // released) at the first action the schedule shows the message was received before
+  // (core/schedule_delivery.h), the rest at the end of the step: waiting only there kept
+  // every microbatch's sent activations and gradients until then.
+  struct PendingSend {
+    c10::intrusive_ptr<c10d::Work> work;
+    torch::Tensor tensor;
+  };
+  std::vector<std::vector<core::Message>> delivered_before_;  // per step of steps_
+  std::map<core::Message, PendingSend> pending_sends_;
+  void release_delivered_sends(const core::Step& step);
   std::unique_ptr<MicrobatchThreads> side_by_side_;  // null: one microbatch after another
   bool tied_checked_ = false;  // tied parameters: looked up once, on the first step
   int64_t tied_numel_ = 0;

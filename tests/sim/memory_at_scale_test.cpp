@@ -65,6 +65,14 @@ TEST(CostModel, ActivationMemoryAndRecomputationFollowKorthikanti) {
   zero.zero_stage = 1;
   EXPECT_EQ(core::rank_memory(1e9, 0, false, zero, 8).optimizer, 12e9 / 8);
   EXPECT_EQ(core::rank_memory(1e9, 0, false, {}, 8).total(), 16e9);
+  // A pipeline rank's buffers, one stage boundary each: the first stage keeps each in-flight
+  // microbatch's output and one received gradient, the last its two latest sent gradients,
+  // a middle stage (or any rank holding several chunks) both.
+  const double boundary = layer("none", false).boundary_bytes;
+  EXPECT_EQ(boundary, sbh * 2);
+  EXPECT_EQ(core::pipeline_buffer_bytes(boundary, 4, true, false), 5 * boundary);
+  EXPECT_EQ(core::pipeline_buffer_bytes(boundary, 1, false, true), 2 * boundary);
+  EXPECT_EQ(core::pipeline_buffer_bytes(boundary, 3, true, true), 6 * boundary);
 }
 
 // A ring reduce-scatter (and an all-gather, the same steps) is half an all-reduce:
