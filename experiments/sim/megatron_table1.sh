@@ -9,10 +9,14 @@
 # interleaved schedule (2 chunks per rank where the layers divide).  "Achieved TFLOP/s per
 # GPU" is the paper's own count, 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) over the step
 # time and the GPUs — the FLOPs the simulator's cost model executes.
-#   bash experiments/sim/megatron_table1.sh            (~1 min on 2 cores)
+#   bash experiments/sim/megatron_table1.sh [PLATFORM]   (~1 min on 2 cores)
+# PLATFORM (default dgx-a100): a preset or JSON file, e.g. the what-if
+# experiments/sim/platforms/dgx_a100_best_matmul.json (the best matrix-product rate
+# measured on an A100 instead of the preset's 50%).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${QN_BUILD_DIR:-$root/build}/bin"
+platform="${1:-dgx-a100}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -53,7 +57,7 @@ schedule: $schedule
 virtual_stages: $chunks
 recompute: full
 YAML
-  "$bin/quintnet-simulate" --config "$plan" --seq 2048 --platform dgx-a100 --nodes $(((gpus + 7) / 8)) --json |
+  "$bin/quintnet-simulate" --config "$plan" --seq 2048 --platform "$platform" --nodes $(((gpus + 7) / 8)) --json |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["step_time_s"])'
 }
 
