@@ -57,8 +57,10 @@ schedule: $schedule
 virtual_stages: $chunks
 recompute: full
 YAML
-  "$bin/quintnet-simulate" --config "$plan" --seq 2048 --platform "$platform" --nodes $(((gpus + 7) / 8)) --json |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["step_time_s"])'
+  local json
+  json=$("$bin/quintnet-simulate" --config "$plan" --seq 2048 --platform "$platform" --nodes $(((gpus + 7) / 8)) \
+    --json) || exit 2  # quintnet simulate has said why
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["step_time_s"])' <<<"$json"
 }
 
 echo "| params | t × p × d | GPUs | batch | published TFLOP/s/GPU | 1F1B: step | predicted | error | interleaved: step | predicted | error |"
