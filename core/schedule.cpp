@@ -11,10 +11,9 @@ bool is_compute(ActionKind kind) {
          kind == ActionKind::BackwardInput || kind == ActionKind::BackwardWeight;
 }
 
-bool is_p2p(ActionKind kind) {
-  return kind == ActionKind::SendAct || kind == ActionKind::RecvAct ||
-         kind == ActionKind::SendGrad || kind == ActionKind::RecvGrad;
-}
+bool is_send(ActionKind kind) { return kind == ActionKind::SendAct || kind == ActionKind::SendGrad; }
+bool is_recv(ActionKind kind) { return kind == ActionKind::RecvAct || kind == ActionKind::RecvGrad; }
+bool is_p2p(ActionKind kind) { return is_send(kind) || is_recv(kind); }
 
 const char* action_name(ActionKind kind) {
   switch (kind) {
@@ -48,9 +47,9 @@ std::string to_string(const Action& a) {
   if (a.kind == ActionKind::OptimizerStep) return out;
   if (a.kind == ActionKind::GradSync) return out + "(chunk " + std::to_string(a.chunk) + ")";
   out += "(mb " + std::to_string(a.mb) + ", chunk " + std::to_string(a.chunk);
-  if (a.kind == ActionKind::SendAct || a.kind == ActionKind::SendGrad)
+  if (is_send(a.kind))
     out += ", to rank " + std::to_string(a.peer);
-  if (a.kind == ActionKind::RecvAct || a.kind == ActionKind::RecvGrad)
+  if (is_recv(a.kind))
     out += ", from rank " + std::to_string(a.peer);
   return out + ")";
 }

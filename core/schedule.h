@@ -45,6 +45,8 @@ struct Action {
 
 bool is_compute(ActionKind kind);  // F, B, BI, BW
 bool is_p2p(ActionKind kind);      // SEND_*/RECV_*
+bool is_send(ActionKind kind);     // SEND_ACT, SEND_GRAD
+bool is_recv(ActionKind kind);     // RECV_ACT, RECV_GRAD
 const char* action_name(ActionKind kind);  // "F", "B", "BI", "BW", "SEND_ACT", ...
 ActionKind parse_action_kind(const std::string& name);  // inverse; throws ScheduleError
 // "F(mb 3, chunk 0)", "RECV_GRAD(mb 2, chunk 1, from rank 3)".

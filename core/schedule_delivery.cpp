@@ -10,9 +10,6 @@ namespace quintnet::core {
 
 namespace {
 
-bool is_send(ActionKind k) { return k == ActionKind::SendAct || k == ActionKind::SendGrad; }
-bool is_recv(ActionKind k) { return k == ActionKind::RecvAct || k == ActionKind::RecvGrad; }
-
 // clock[r][i][q]: how many of rank q's actions happened before or at rank r's action i.
 using Clock = std::vector<int>;
 

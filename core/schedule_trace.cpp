@@ -39,7 +39,7 @@ Trace schedule_to_trace(const Schedule& s, const ScheduleStats& stats, const OpC
       e.chunk = a.chunk;
       e.peer = a.peer;
       t.events.push_back(e);
-      if (a.kind == ActionKind::SendAct || a.kind == ActionKind::SendGrad) sends[*st.message] = {r, e.ts_us};
+      if (is_send(a.kind)) sends[*st.message] = {r, e.ts_us};
     }
   }
   std::uint64_t next_id = 1;

@@ -153,9 +153,9 @@ void PipelineRunner::trace(const core::Step& step, TraceRecorder::Clock::time_po
   const auto end = TraceRecorder::Clock::now();
   const int peer = step.action.peer >= 0 ? pp_.ranks[step.action.peer] : -1;
   tracer->event(step.lane, step.kind, step.name, start, end, step.action.mb, step.action.chunk, bytes, peer);
-  if (step.action.kind == ActionKind::SendAct || step.action.kind == ActionKind::SendGrad)
+  if (core::is_send(step.action.kind))
     tracer->send(step.message->tag(schedule_), peer, start);
-  if (step.action.kind == ActionKind::RecvAct || step.action.kind == ActionKind::RecvGrad)
+  if (core::is_recv(step.action.kind))
     tracer->recv(step.message->tag(schedule_), peer, end);
 }
 

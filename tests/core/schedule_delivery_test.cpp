@@ -13,9 +13,6 @@ using namespace quintnet::core;
 
 namespace {
 
-bool is_send(ActionKind k) { return k == ActionKind::SendAct || k == ActionKind::SendGrad; }
-bool is_recv(ActionKind k) { return k == ActionKind::RecvAct || k == ActionKind::RecvGrad; }
-
 // The most sends of `rank` waiting to be known delivered at any one time.
 int most_outstanding(const Schedule& s, int rank) {
   const std::vector<Step> steps = interpret(s, rank);

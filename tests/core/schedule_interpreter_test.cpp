@@ -35,7 +35,7 @@ TEST(ScheduleInterpreter, EverySendMeetsExactlyOneReceiveWithTheSameMessageAndTa
         const Message& m = *st.message;
         EXPECT_EQ(std::abs(m.to_stage - m.from_stage), 1) << st.name;
         EXPECT_EQ(m.grad, m.to_stage < m.from_stage) << st.name;  // gradients flow backwards
-        const bool sends = st.action.kind == ActionKind::SendAct || st.action.kind == ActionKind::SendGrad;
+        const bool sends = is_send(st.action.kind);
         EXPECT_EQ(sends ? m.from_stage : m.to_stage, st.stage) << st.name;
         EXPECT_TRUE((sends ? sent_by : received_by).emplace(m, r).second) << s.name << ": twice: " << st.name;
         if (sends) {
