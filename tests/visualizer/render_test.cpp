@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "common/private_temp_dir.h"
 #include "common/run_command.h"
 #include "core/trace.h"
 #include "visualizer/model/teaching.h"
@@ -136,5 +137,6 @@ int main(int argc, char** argv) {
   // The painter's fonts and the viewer's widgets need an application; no display.
   quintnet::viz::use_offscreen_without_display();
   QApplication app(argc, argv);
-  return RUN_ALL_TESTS();
+  quintnet::testing_util::PrivateTempDir temp_dir;
+  return temp_dir.finish(RUN_ALL_TESTS());
 }

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/private_temp_dir.h"
 #include "core/trace.h"
 #include "visualizer/model/grouping.h"
 #include "visualizer/model/teaching.h"
@@ -273,5 +274,6 @@ int main(int argc, char** argv) {
   quintnet::viz::use_offscreen_without_display();  // a real window when DISPLAY is set (Xvfb)
   QStandardPaths::setTestModeEnabled(true);         // recent files kept out of the user's settings
   QApplication app(argc, argv);
-  return RUN_ALL_TESTS();
+  quintnet::testing_util::PrivateTempDir temp_dir;
+  return temp_dir.finish(RUN_ALL_TESTS());
 }
