@@ -5,19 +5,35 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
 
 namespace quintnet::fuzz {
 
-inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
-    std::string pattern = "/tmp/qn-fuzz-XXXXXX";
+// The folder is removed when the fuzzer exits (libFuzzer ends a timed or counted run with
+// exit(), which runs static destructors); after a crash it stays, beside the crash input.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "qn-fuzz-XXXXXX").string();
     if (!::mkdtemp(pattern.data())) std::abort();
-    return pattern;
-  }();
-  return dir;
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline const std::string& scratch_dir() {
+  static const ScratchDir dir;
+  return dir.path();
 }
 
 inline void write_bytes(const std::string& path, std::string_view bytes) {
