@@ -92,6 +92,15 @@ struct Plan {
   std::string recompute = "none";
   bool sequence_parallel = false;
   int zero_stage = 0;
+  // How a simulated run computes (the simulator only; the defaults are what the executor
+  // does): the kernel set the roofline times (core/layer_kernels.h: unfused, fused,
+  // flash), data-parallel all-reduces overlapped with the backward or after it,
+  // tensor-parallel ones overlapped with the op or after it, pipeline messages scattered
+  // over the tp group's NICs and gathered over NVLink (Narayanan et al. §4.1).
+  std::string kernels = "unfused";
+  bool dp_overlap = true;
+  bool tp_overlap = false;
+  bool pp_scatter_gather = false;
 
   // Language-model data and logging (GPT-2 configs).
   std::string dataset_name;

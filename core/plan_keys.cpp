@@ -14,7 +14,8 @@ namespace {
 
 constexpr std::int64_t kMaxCount = std::int64_t{1} << 31;
 const std::string kTraining = "Training", kVit = "Model: ViT", kGpt = "Model: GPT-2 (the `model_config` block)",
-                  kText = "Language-model data", kParallel = "Parallelism", kLogging = "Logging (read, not used yet)";
+                  kText = "Language-model data", kParallel = "Parallelism", kLogging = "Logging (read, not used yet)",
+                  kSimulated = "How the simulated run computes (the simulator only)";
 
 // The key as its reader sees it: model_config.n_head is n_head of the block's reader.
 std::string leaf(const std::string& name) {
@@ -84,6 +85,16 @@ PlanKey text(std::string name, const std::string& section, Field field, std::str
     const std::string& v = field(const_cast<Plan&>(p));
     return optional && v.empty() ? nlohmann::json() : nlohmann::json(v);
   };
+  return k;
+}
+
+// A true/false key (none of the original configs had one).
+template <typename Field>
+PlanKey boolean(std::string name, const std::string& section, Field field, std::string help) {
+  PlanKey k = declare(name, section, "true/false", "", std::move(help));
+  k.original = false;
+  k.read = [=](ConfigReader& r, Plan& p) { field(p) = r.get_bool(name, field(p)); };
+  k.value = [=](const Plan& p) { return nlohmann::json(field(const_cast<Plan&>(p))); };
   return k;
 }
 
@@ -225,18 +236,28 @@ std::vector<PlanKey> make_keys() {
                                "activation recomputation: selective (attention core) or full (each layer)"),
                           "none, selective, full"),
                false));
-  PlanKey sequence_parallel = declare("sequence_parallel", kParallel, "true/false", "",
-                                      "shard LayerNorm/dropout activations along the sequence over tp (needs tp > 1)");
-  sequence_parallel.original = false;
-  sequence_parallel.read = [](ConfigReader& r, Plan& p) {
-    p.sequence_parallel = r.get_bool("sequence_parallel", p.sequence_parallel);
-  };
-  sequence_parallel.value = [](const Plan& p) { return nlohmann::json(p.sequence_parallel); };
-  add(sequence_parallel);
+  add(boolean("sequence_parallel", kParallel, FIELD(sequence_parallel),
+              "shard LayerNorm/dropout activations along the sequence over tp (needs tp > 1)"));
   add(original(with_range(integer("zero_stage", kParallel, kEveryModel, 0, 3, FIELD(zero_stage),
                                   "1: the optimizer state sharded over dp (distributed optimizer)"),
                           "0 or 1 (2, 3: not built)"),
                false));
+
+  // How a simulated run is implemented (docs/SIMULATOR.md): the defaults are what the
+  // executor does; a published run sets what it did (experiments/sim/megatron_table1.sh).
+  add(original(with_range(text("kernels", kSimulated, FIELD(kernels),
+                               "the kernel set timed by the roofline: plain PyTorch ops, Megatron-LM's fused "
+                               "element-wise and softmax kernels, or FlashAttention with fused element-wise kernels"),
+                          "unfused, fused, flash"),
+               false));
+  add(boolean("dp_overlap", kSimulated, FIELD(dp_overlap),
+              "data-parallel gradient all-reduces overlap the backward (bucket by bucket); false: all after the last "
+              "backward, as Megatron-LM's local DDP did"));
+  add(boolean("tp_overlap", kSimulated, FIELD(tp_overlap),
+              "tensor-parallel all-reduces overlap the op's computation (only what exceeds it shows)"));
+  add(boolean("pp_scatter_gather", kSimulated, FIELD(pp_scatter_gather),
+              "pipeline messages split over the tp group's NICs and all-gathered over NVLink on arrival "
+              "(Narayanan et al. §4.1)"));
 
   // Language-model data and logging (the original GPT-2 config).
   add(text("dataset_name", kText, FIELD(dataset_name), "read, not used (a Hugging Face dataset name)", true));
@@ -278,7 +299,7 @@ const std::vector<PlanKey>& plan_keys() {
 }
 
 std::string plan_keys_markdown() {
-  const std::vector<std::string> sections = {kTraining, kVit, kGpt, kText, kParallel, kLogging};
+  const std::vector<std::string> sections = {kTraining, kVit, kGpt, kText, kParallel, kSimulated, kLogging};
   std::ostringstream out;
   for (const std::string& section : sections) {
     out << "### " << section << "\n\n| key | type | default | range | meaning |\n|---|---|---|---|---|\n";

@@ -52,6 +52,8 @@ class Checker {
   void check_memory_options() const {
     if (p_.recompute != "none" && p_.recompute != "selective" && p_.recompute != "full")
       fail("recompute", "unknown value '" + p_.recompute + "'; choose none, selective or full");
+    if (p_.kernels != "unfused" && p_.kernels != "fused" && p_.kernels != "flash")
+      fail("kernels", "unknown kernel set '" + p_.kernels + "'; choose unfused, fused or flash");
     if (p_.sequence_parallel && p_.tp() < 2)
       fail("sequence_parallel", "true needs tensor parallelism (tp > 1); the mesh has tp = 1");
     if (p_.sequence_parallel) {  // each tp rank holds an equal part of every sample's tokens

@@ -42,17 +42,17 @@ std::string gib(double bytes) {
 double analytic_step(const SimPlan& s, const Candidate& c, const Platform& platform) {
   const bool tp_in_node = c.tp <= platform.gpus_per_node;
   const double hop_a = tp_in_node ? platform.intra_latency : platform.intra_latency + platform.inter_latency;
-  const double tp_ring = ring_time(s.tp_allreduce_bytes, c.tp, hop_a, platform.intra_bandwidth);
+  const double tp_ring = ring_time(s.tp_allreduce_bytes, c.tp, hop_a, platform.intra_link_bandwidth());
   core::OpCosts costs;
   costs.forward = *std::max_element(s.forward_s.begin(), s.forward_s.end()) + c.chunks * s.tp_allreduces_per_op * tp_ring;
   costs.backward_input = *std::max_element(s.backward_input_s.begin(), s.backward_input_s.end()) +
                          c.chunks * (s.tp_allreduces_per_op + s.tp_allreduces_recompute) * tp_ring;
   costs.backward_weight = *std::max_element(s.backward_weight_s.begin(), s.backward_weight_s.end());
   const bool pp_crosses_nodes = c.tp * c.dp >= platform.gpus_per_node;
-  costs.p2p = pp_crosses_nodes ? platform.intra_latency + platform.inter_latency + s.p2p_bytes / platform.nic_bandwidth
-                               : platform.intra_latency + s.p2p_bytes / platform.intra_bandwidth;
+  costs.p2p = pp_crosses_nodes ? platform.intra_latency + platform.inter_latency + s.p2p_bytes / platform.nic_link_bandwidth()
+                               : platform.intra_latency + s.p2p_bytes / platform.intra_link_bandwidth();
   const bool dp_crosses_nodes = c.tp * c.dp > platform.gpus_per_node;
-  const double dp_bandwidth = dp_crosses_nodes ? platform.nic_bandwidth : platform.intra_bandwidth;
+  const double dp_bandwidth = dp_crosses_nodes ? platform.nic_link_bandwidth() : platform.intra_link_bandwidth();
   const double dp_latency = dp_crosses_nodes ? platform.inter_latency + platform.intra_latency : platform.intra_latency;
   const double grads = *std::max_element(s.dp_grad_bytes.begin(), s.dp_grad_bytes.end());
   return core::simulate_schedule(s.schedule, costs).step_time + ring_time(grads, c.dp, dp_latency, dp_bandwidth) +

@@ -1,10 +1,13 @@
 #pragma once
-// A cluster described for the simulator: nodes of GPUs (peak FLOP/s, achievable
-// efficiency, memory), the links inside a node and the network between nodes.
+// A cluster described for the simulator: nodes of GPUs (peak FLOP/s, the matrix-product
+// efficiency by GEMM size, memory bandwidth and its efficiency by transfer size, memory),
+// the links inside a node and the network between nodes, with the bus-bandwidth
+// efficiency collectives reach on them.
 // Presets: dgx-a100, dgx-h100, h200 (one GPU), cpu-local (this kind of 2-core
 // machine, to be calibrated), ideal (infinite bandwidth, no latency: closed forms), and
 // networks of switches: dgx-a100-superpod, dgx-h100-superpod (rail-optimized),
-// a100x4-fat-tree (nodes of 4 GPUs under 2:1 oversubscribed leaf switches).
+// a100x4-fat-tree (nodes of 4 GPUs under 2:1 oversubscribed leaf switches).  The GPU
+// presets' figures are published measurements and data sheets, each named in `sources`.
 // Or a JSON file with the same fields, or a SimGrid platform XML file (docs/SIMULATOR.md).
 #include <cstdint>
 #include <map>
@@ -36,17 +39,36 @@ struct Jitter {
   bool active() const { return !kind.empty() && cv > 0; }
 };
 
+// An efficiency that depends on a size, as steps (Calculon's convention): the entry
+// with the largest threshold not above the size applies; sizes below every threshold
+// take the smallest threshold's.  Thresholds in GFLOP (matrix products) or MB (memory).
+struct EfficiencyTable {
+  std::vector<std::pair<double, double>> steps;  // (threshold, efficiency), thresholds descending
+  bool empty() const { return steps.empty(); }
+  double at(double size) const;
+};
+
 struct Platform {
   std::string name;
   int nodes = 1;
   int gpus_per_node = 8;
   double peak_flops = 312e12;  // per GPU, dense 16-bit
-  double efficiency = 0.5;     // achievable fraction of peak for the model's matmuls
+  double efficiency = 0.5;     // fraction of peak every matrix product reaches, when there is no table
+  // The fraction of peak one matrix product reaches, by its GFLOP (sim/roofline.h);
+  // empty: `efficiency` for every size.
+  EfficiencyTable matrix_efficiency;
   double memory_bytes = 80e9;  // per GPU
+  // Memory bandwidth (bytes/s per GPU) and the fraction of it one kernel reaches, by the
+  // MB it moves (empty: all of it).  0: memory-bound kernels take no time (the flat
+  // model, before the roofline: every op's time is its matrix FLOPs at `efficiency`).
+  double memory_bandwidth = 0;
+  EfficiencyTable memory_efficiency;
   double intra_bandwidth = 300e9;  // bytes/s, per GPU, each direction (NVLink)
+  double intra_efficiency = 1;     // of intra_bandwidth that collectives and messages reach (bus bandwidth)
   double intra_latency = 2e-6;     // seconds, GPU to GPU inside a node
   int nics_per_node = 8;
   double nic_bandwidth = 25e9;  // bytes/s per NIC, each direction
+  double nic_efficiency = 1;    // of nic_bandwidth that messages reach
   double inter_latency = 5e-6;  // seconds, node to node
   Topology topology = Topology::Switch;
   double oversubscription = 1.0;       // the top tier: its bandwidth = what enters it / this
@@ -77,6 +99,8 @@ struct Platform {
   // a failed one: its GPUs' messages leave through the node's next working NIC.
   std::map<int, double> nic_factor;
   Jitter jitter;
+  // Where each figure comes from (field name -> citation), carried into its JSON form.
+  std::map<std::string, std::string> sources;
 
   int gpus() const { return nodes * gpus_per_node; }
   double speed_factor(int rank) const {
@@ -88,6 +112,11 @@ struct Platform {
     return it == nic_factor.end() ? 1.0 : it->second;
   }
   double gpu_flops() const { return peak_flops * efficiency; }  // per GPU, or per core when cores_per_node > 0
+  // What links carry: the bus bandwidth collectives reach inside a node, and a NIC's.
+  double intra_link_bandwidth() const { return intra_bandwidth * intra_efficiency; }
+  double nic_link_bandwidth() const { return nic_bandwidth * nic_efficiency; }
+  // Whether ops are timed by the roofline (memory-bound kernels cost their bytes).
+  bool has_roofline() const { return memory_bandwidth > 0; }
 };
 
 std::vector<std::string> platform_presets();

@@ -89,6 +89,7 @@ class RankActor : public core::ScheduleHandler {
     // the other ranks' ops get its core.  On GPUs the op computes, then all-reduces
     // (the same time for the rank, far fewer simulated messages).
     interleave_tp_ = w.platform.cores_per_node > 0 && plan_.tp > 1 && plan_.tp_allreduces_per_op > 0;
+    overlap_tp_ = plan_.tp_overlap && plan_.tp > 1 && plan_.tp_allreduces_per_op > 0 && !interleave_tp_;
   }
 
   // The rank's schedule, then the end of its DP stream.
@@ -104,7 +105,8 @@ class RankActor : public core::ScheduleHandler {
   void forward(const core::Step& st) override { compute(plan_.forward_s[pp_] / v_, st); }
 
   void backward(const core::Step& st) override {
-    const bool releases = plan_.dp > 1 && st.completes_gradients;
+    // Without dp_overlap the buckets wait for GRAD_SYNC.
+    const bool releases = plan_.dp > 1 && st.completes_gradients && plan_.dp_overlap;
     switch (st.action.kind) {
       case core::ActionKind::Backward:
         compute((plan_.backward_input_s[pp_] + plan_.backward_weight_s[pp_]) / v_, st, releases,
@@ -125,9 +127,14 @@ class RankActor : public core::ScheduleHandler {
     // Detached: the receiver's RECV waits for the bytes; the sender keeps no handle
     // (SimGrid scans an actor's pending activities linearly).
     static char payload;
-    p2p_mailbox(box, to)->put_init(&payload, static_cast<uint64_t>(plan_.p2p_bytes))->detach();
-    w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t0, st.action.mb, st.action.chunk, plan_.p2p_bytes, to);
+    p2p_mailbox(box, to)->put_init(&payload, static_cast<uint64_t>(message_bytes()))->detach();
+    w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t0, st.action.mb, st.action.chunk, message_bytes(), to);
   }
+
+  // Scatter/gather (Narayanan et al. §4.1): each tp rank sends its 1/tp of the stage's
+  // output (identical on every tp rank), the receiving stage all-gathers it over tp.
+  bool scatter_gather() const { return plan_.pp_scatter_gather && plan_.tp > 1; }
+  double message_bytes() const { return scatter_gather() ? plan_.p2p_bytes / plan_.tp : plan_.p2p_bytes; }
 
   void recv(const core::Step& st) override {
     const int from = rank_of_stage(st.message->from_stage);
@@ -139,12 +146,21 @@ class RankActor : public core::ScheduleHandler {
     // Waiting for the sender to get there is a bubble; waiting for the bytes is communication.
     w_.result.exposed_comm_s[r_] += t1 - std::max(t0, w_.posted[box]);
     w_.recorder.flow(from, w_.posted[box], r_, t1);
-    w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, st.action.mb, st.action.chunk, plan_.p2p_bytes, from);
+    w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, st.action.mb, st.action.chunk, message_bytes(), from);
+    if (scatter_gather()) {  // the whole tensor back on every tp rank, over NVLink
+      ring_all_gather(tp_group_, plan_.p2p_bytes, w_.ranks, hop_latency(tp_group_, w_.platform));
+      const double t2 = sg4::Engine::get_clock();
+      w_.result.exposed_comm_s[r_] += t2 - t1;
+      w_.recorder.add(r_, core::Lane::TpCollective, "allgather", "pipeline message all-gather", t1, t2, st.action.mb,
+                      st.action.chunk, plan_.p2p_bytes);
+    }
   }
 
   void grad_sync(const core::Step& st) override {
     if (plan_.dp <= 1) return;
     const double t0 = sg4::Engine::get_clock();
+    if (!plan_.dp_overlap)  // the chunk's buckets, all at once now that its backward is done
+      for (int k = 0; k < buckets_; ++k) release_bucket();
     sg4::Mailbox* done = eager_mailbox("dpdone:" + std::to_string(r_), r_, w_.ranks);
     for (int k = 0; k < buckets_; ++k) done->get<char>();
     const double t1 = sg4::Engine::get_clock();
@@ -188,6 +204,7 @@ class RankActor : public core::ScheduleHandler {
   // piece, as the executor's bucket hooks fire.
   // `recompute_tp`: the TP all-reduces of a recomputed forward (inside a B or BI).
   void compute(double seconds, const core::Step& st, bool releases_gradients = false, int recompute_tp = 0) {
+    if (overlap_tp_) return compute_overlapping_tp(seconds, st, releases_gradients, recompute_tp);
     seconds *= jitter_.factor();
     const double t0 = sg4::Engine::get_clock();
     const int pieces = interleave_tp_ ? plan_.tp_allreduces_per_op : 1;
@@ -197,10 +214,7 @@ class RankActor : public core::ScheduleHandler {
       const bool last = k == pieces - 1;
       for (int j = 0; j < (last ? parts : 1); ++j) {
         if (seconds > 0) execute_on(w_.hosts.compute[r_], seconds / pieces / (last ? parts : 1) * speed_);
-        if (last && releases_gradients) {
-          requests_.push_back(std::make_unique<double>(plan_.dp_grad_bytes[pp_] / v_ / buckets_));
-          to_stream_->put_init(requests_.back().get(), 0)->detach();
-        }
+        if (last && releases_gradients) release_bucket();
       }
       if (interleave_tp_) communicating += tp_allreduces(st, 1);
     }
@@ -209,6 +223,26 @@ class RankActor : public core::ScheduleHandler {
     w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, st.action.mb, st.action.chunk);
     const int after = (interleave_tp_ ? 0 : plan_.tp_allreduces_per_op) + recompute_tp;
     if (plan_.tp > 1 && after > 0) tp_allreduces(st, after);
+  }
+
+  // tp_overlap: the op's TP all-reduces run beside its computation, so only what they
+  // take beyond it shows; its DP buckets leave when both are done.
+  void compute_overlapping_tp(double seconds, const core::Step& st, bool releases_gradients, int recompute_tp) {
+    seconds *= jitter_.factor();
+    const double t0 = sg4::Engine::get_clock();
+    sg4::ExecPtr exec = sg4::this_actor::exec_init(seconds * speed_)->set_host(w_.hosts.compute[r_])->start();
+    tp_allreduces(st, plan_.tp_allreduces_per_op + recompute_tp);
+    exec->wait();
+    const double t1 = sg4::Engine::get_clock();
+    w_.result.busy_s[r_] += seconds;
+    w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, st.action.mb, st.action.chunk);
+    for (int k = 0; releases_gradients && k < buckets_; ++k) release_bucket();
+  }
+
+  // One of the chunk's DP gradient buckets to the rank's DP stream.
+  void release_bucket() {
+    requests_.push_back(std::make_unique<double>(plan_.dp_grad_bytes[pp_] / v_ / buckets_));
+    to_stream_->put_init(requests_.back().get(), 0)->detach();
   }
 
   double tp_allreduces(const core::Step& st, int count) {
@@ -240,6 +274,7 @@ class RankActor : public core::ScheduleHandler {
   int buckets_ = 0;  // DP gradient buckets per chunk
   sg4::Mailbox* to_stream_ = nullptr;
   bool interleave_tp_ = false;
+  bool overlap_tp_ = false;  // tp_overlap on GPUs (compute_overlapping_tp)
   std::vector<std::unique_ptr<double>> requests_;  // bucket sizes sent to the stream: outlive the messages
 };
 

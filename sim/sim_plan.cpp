@@ -1,9 +1,11 @@
 #include "sim/sim_plan.h"
 
 #include "core/error.h"
+#include "core/layer_kernels.h"
 #include "core/stage_balance.h"
 #include "core/schedule_generators.h"
 #include "core/schedule_validator.h"
+#include "sim/roofline.h"
 
 namespace quintnet::sim {
 
@@ -36,11 +38,24 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
   const core::ScheduleStats shape = core::simulate_schedule(s.schedule);
   const std::vector<core::LayerRange> ranges = core::balanced_stages(dims, stages);
   s.step_end_collectives = true;
+  s.dp_overlap = plan.dp_overlap;
+  s.tp_overlap = plan.tp_overlap;
+  s.pp_scatter_gather = plan.pp_scatter_gather;
+  core::KernelOptions kernel_options;
+  kernel_options.micro_batch = b;
+  kernel_options.tp = s.tp;
+  kernel_options.microbatches = plan.microbatches();
+  kernel_options.bytes_per_value = bytes;
+  kernel_options.set = core::parse_kernel_set(plan.kernels);
+  kernel_options.memory = options;
   for (int r = 0; r < pp; ++r) {
     double fwd = 0, params = 0, activations = 0, layers = 0, recompute = 0, working = 0;
+    std::vector<core::Kernel> kernels;  // of all the rank's stages: an op of a chunk takes 1/chunks of their time
     for (int c = 0; c < chunks; ++c) {
       const int stage = c * pp + r;
       const core::StageCost cost = core::stage_cost(dims, ranges[stage].first, ranges[stage].end, b, s.tp, bytes, options);
+      const auto stage_kernels = core::stage_kernels(dims, ranges[stage].first, ranges[stage].end, kernel_options);
+      kernels.insert(kernels.end(), stage_kernels.begin(), stage_kernels.end());
       fwd += cost.forward_flops;
       recompute += cost.recompute_flops;
       working = std::max(working, cost.backward_working_bytes);
@@ -70,14 +85,16 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
       s.backward_input_s.push_back(half_backward + again);
       s.backward_weight_s.push_back(half_backward);
     } else {
-      s.forward_s.push_back(fwd / platform.gpu_flops());
-      // dX and dW each cost one forward's FLOPs; the recomputation comes before dX.
-      s.backward_input_s.push_back((fwd + recompute) / platform.gpu_flops());
-      s.backward_weight_s.push_back(fwd / platform.gpu_flops());
+      s.forward_s.push_back(pass_seconds(kernels, core::Pass::Forward, platform));
+      s.backward_input_s.push_back(pass_seconds(kernels, core::Pass::BackwardInput, platform));
+      s.backward_weight_s.push_back(pass_seconds(kernels, core::Pass::BackwardWeight, platform));
+      s.kernels.push_back(std::move(kernels));
     }
-    if (calibration)
-      s.optimizer_s = std::max(s.optimizer_s, calibration->optimizer_s_per_parameter * params /
-                                                  (plan.zero_stage >= 1 ? s.dp : 1));
+    // The optimizer updates the rank's parameters (with ZeRO-1 its 1/dp of them): a
+    // memory-bound kernel, free on a platform without a memory bandwidth.
+    const double updated = params / (plan.zero_stage >= 1 ? s.dp : 1);
+    s.optimizer_s = std::max(s.optimizer_s, calibration ? calibration->optimizer_s_per_parameter * updated
+                                                        : memory_seconds(core::optimizer_bytes_per_parameter(bytes) * updated, platform));
     s.dp_grad_bytes.push_back(params * bytes);
     // Activations: each microbatch in flight at the peak keeps its stored ones, plus what
     // one layer's backward holds while it runs (StageCost::backward_working_bytes), plus
@@ -89,7 +106,6 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
                                          bytes == 4.0, options, s.dp));
     s.memory_bytes.push_back(s.memory.back().total());
   }
-  // Without calibration the optimizer (memory-bound, ~16 bytes per parameter) is taken as free.
   s.bucket_bytes = plan.bucket_size_mb * 1024 * 1024;
   s.samples_per_step = plan.batch_size;
   s.tokens_per_sample = dims.seq;

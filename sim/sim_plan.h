@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/cost_model.h"
+#include "core/layer_kernels.h"
 #include "core/plan.h"
 #include "core/schedule.h"
 #include "sim/calibration.h"
@@ -21,6 +22,10 @@ struct SimPlan {
   // costs 1/chunks of it), per pipeline rank; B costs backward_input + backward_weight.
   std::vector<double> forward_s, backward_input_s, backward_weight_s;
   double optimizer_s = 0;
+  // How the run is implemented (core::Plan's keys of the same names).
+  bool dp_overlap = true;          // DP buckets all-reduced during the backward, else at GRAD_SYNC
+  bool tp_overlap = false;         // an op's TP all-reduces run while it computes
+  bool pp_scatter_gather = false;  // with tp > 1: 1/tp of each message per tp rank, then an all-gather over tp
   // The executor's collectives between the last backward and the optimizer (statistics
   // broadcast over pp, gradient-norm all-reduces over tp and pp); plans from a
   // core::Plan have them, uniform (closed-form) plans do not.
@@ -42,12 +47,17 @@ struct SimPlan {
   double samples_per_step = 0, tokens_per_sample = 0, flops_per_step = 0;
   std::vector<double> memory_bytes;        // per pipeline rank: the total of its split
   std::vector<core::MemorySplit> memory;   // per pipeline rank: weights, grads, optimizer, activations
+  // Per pipeline rank: the kernels of all its stages, one microbatch (what the roofline
+  // timed; empty with a calibration or for uniform plans).
+  std::vector<std::vector<core::Kernel>> kernels;
   std::string model;
 };
 
 // From a plan (its model, or `model_override` from core::known_models(), with
-// `seq_len`) and the platform's GPU speed — or, with a calibration, the measured
-// forward / backward speeds and optimizer time.  Throws core::UserError for a plan
+// `seq_len`): each op's time is the roofline's (sim/roofline.h) over the kernels of its
+// pipeline rank's stages (core/layer_kernels.h) and the optimizer's its bytes at memory
+// bandwidth — or, with a calibration, the measured forward / backward speeds and
+// optimizer time.  Throws core::UserError for a plan
 // that does not fit the platform (too many ranks) — memory is checked by the caller.
 SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const std::string& model_override = "",
                       int seq_len = 0, const Calibration* calibration = nullptr);

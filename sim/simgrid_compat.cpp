@@ -22,7 +22,7 @@ PlatformHosts build_shared_cores(const Platform& p, int ranks, const std::vector
   std::vector<sg4::Host*> cpus;
   for (int n = 0; n < nodes; ++n) {
     // With measured latencies the simulation draws each hop's latency itself.
-    loopbacks.push_back(zone->create_link("node" + std::to_string(n) + "-loopback", p.intra_bandwidth)
+    loopbacks.push_back(zone->create_link("node" + std::to_string(n) + "-loopback", p.intra_link_bandwidth())
                             ->set_latency(p.measured_latencies.empty() ? p.intra_latency : 0.0)
                             ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
                             ->seal());
@@ -41,7 +41,7 @@ PlatformHosts build_shared_cores(const Platform& p, int ranks, const std::vector
     if (na == nb) {
       route.emplace_back(loopbacks[na]);
     } else {
-      route.emplace_back(zone->create_link("net" + std::to_string(a) + "-" + std::to_string(b), p.nic_bandwidth)
+      route.emplace_back(zone->create_link("net" + std::to_string(a) + "-" + std::to_string(b), p.nic_link_bandwidth())
                              ->set_latency(p.inter_latency)
                              ->seal());
     }
@@ -175,7 +175,7 @@ PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std
   std::vector<sg4::Link*> gpu_links;
   for (int r = 0; r < ranks; ++r) {
     hosts.push_back(zone->create_host("gpu" + std::to_string(r), p.gpu_flops()));
-    gpu_links.push_back(zone->create_split_duplex_link("gpu" + std::to_string(r) + "-link", p.intra_bandwidth)
+    gpu_links.push_back(zone->create_split_duplex_link("gpu" + std::to_string(r) + "-link", p.intra_link_bandwidth())
                             ->set_latency(p.intra_latency / 2)
                             ->seal());
   }
@@ -184,7 +184,7 @@ PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std
   // One switch: the core carries every node's NICs (over the oversubscription); a
   // reduced model's flows are one replica's share of it.  Leaf or rail switches: the
   // spine carries their uplinks (over the oversubscription).
-  const double nic_total = static_cast<double>(nodes) * nics * p.nic_bandwidth;
+  const double nic_total = static_cast<double>(nodes) * nics * p.nic_link_bandwidth();
   const bool tiers = p.topology != Topology::Switch;
   sg4::Link* core = nullptr;
   if (nodes > 1)
@@ -206,7 +206,7 @@ PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std
     sg4::Link*& link = nic_links[node * nics + nic];
     if (!link)
       link = zone->create_split_duplex_link("node" + std::to_string(node) + "-nic" + std::to_string(nic),
-                                            p.nic_bandwidth * p.nic_speed(node, nic))
+                                            p.nic_link_bandwidth() * p.nic_speed(node, nic))
                  ->set_latency(p.inter_latency / 2)
                  ->seal();
     return link;
@@ -223,7 +223,7 @@ PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std
     sg4::Link*& link = uplinks[sw];
     if (!link) {
       const int member_nodes = std::min(p.nodes_per_leaf, nodes - group * p.nodes_per_leaf);
-      const double down = member_nodes * (p.topology == Topology::Rail ? 1 : nics) * p.nic_bandwidth;
+      const double down = member_nodes * (p.topology == Topology::Rail ? 1 : nics) * p.nic_link_bandwidth();
       link = zone->create_split_duplex_link("switch" + std::to_string(sw) + "-uplink", down / p.leaf_oversubscription)
                  ->set_latency(0)
                  ->seal();

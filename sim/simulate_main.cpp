@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/trace_analysis.h"
 #include "sim/calibration.h"
+#include "sim/kernel_report.h"
 #include "sim/memory_estimate.h"
 #include "sim/plan_simulation.h"
 #include "sim/simulation.h"
@@ -52,6 +53,8 @@ const std::vector<OptionSpec> kOptions = {
     {"failed-nic", "NODE/NIC[,...]", "what-if: these NICs are down; their GPUs' messages leave through the node's next working NIC"},
     {"jitter", "DIST:CV", "what-if: each op's time times a factor of mean 1, normal:CV or lognormal:CV (e.g. lognormal:0.05)"},
     {"seed", "N", "with --jitter: the random seed [1]"},
+    {"kernels", "", "print the kernels of the slowest pipeline rank's microbatch with their roofline times, and exit"},
+    {"show-platform", "", "print the platform as JSON, with where each figure comes from, and exit"},
 };
 
 double number(const Args& args, const std::string& name, double fallback) {
@@ -73,6 +76,10 @@ int simulate(int argc, char** argv) {
   if (auto c = args.value("collective")) {
     if (*c != "ring" && *c != "hierarchical") throw UsageError("--collective '" + *c + "': expected ring or hierarchical");
     platform.hierarchical_collectives = *c == "hierarchical";
+  }
+  if (args.flag("show-platform")) {
+    std::cout << sim::platform_to_json(platform).dump(2) << '\n';
+    return 0;
   }
   const auto wall0 = std::chrono::steady_clock::now();
 
@@ -110,6 +117,18 @@ int simulate(int argc, char** argv) {
     plan = sim::checked_sim_plan(loaded.plan, platform, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24),
                                  calibration ? &*calibration : nullptr);
     what = plan.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
+    if (args.flag("kernels")) {
+      if (plan.kernels.empty()) throw UsageError("--kernels: a calibrated machine's ops are timed as measured, not by kernels");
+      size_t slowest = 0;  // the pipeline rank whose microbatch takes longest sets the pipeline's pace
+      for (size_t r = 0; r < plan.kernels.size(); ++r)
+        if (plan.forward_s[r] + plan.backward_input_s[r] + plan.backward_weight_s[r] >
+            plan.forward_s[slowest] + plan.backward_input_s[slowest] + plan.backward_weight_s[slowest])
+          slowest = r;
+      std::printf("%s on %s: pipeline rank %zu (of %zu), one microbatch, one tensor-parallel rank\n", what.c_str(),
+                  platform.name.c_str(), slowest, plan.kernels.size());
+      std::cout << sim::kernel_report(plan.kernels[slowest], platform);
+      return 0;
+    }
   }
 
   const int world = plan.schedule.pp * plan.tp * plan.dp;

@@ -1,0 +1,298 @@
+#include "core/layer_kernels.h"
+
+#include "core/error.h"
+
+namespace quintnet::core {
+
+KernelSet parse_kernel_set(const std::string& name) {
+  if (name == "unfused") return KernelSet::Unfused;
+  if (name == "fused") return KernelSet::Fused;
+  if (name == "flash") return KernelSet::Flash;
+  throw ConfigError("kernels: unknown kernel set '" + name + "'; choose unfused, fused or flash");
+}
+
+std::string kernel_set_name(KernelSet set) {
+  switch (set) {
+    case KernelSet::Fused: return "fused";
+    case KernelSet::Flash: return "flash";
+    default: return "unfused";
+  }
+}
+
+namespace {
+
+// The sizes every formula uses, per tensor-parallel rank (see the header's notation).
+struct Sizes {
+  double e, b, s, T, h, d, f, t, S, mask;
+  double Tr;  // tokens of the LayerNorm / dropout regions: T, or T / t with sequence parallelism
+  double heads_per_rank;
+  bool dropout, causal;
+  KernelSet set;
+};
+
+Sizes sizes_of(const ModelDims& m, const KernelOptions& o) {
+  Sizes z;
+  z.e = o.bytes_per_value;
+  z.b = o.micro_batch;
+  z.s = m.seq;
+  z.T = z.b * z.s;
+  z.h = m.hidden;
+  z.d = static_cast<double>(m.hidden) / m.heads;
+  z.f = m.ffn;
+  z.t = o.tp;
+  z.heads_per_rank = static_cast<double>(m.heads) / o.tp;
+  z.S = z.b * z.heads_per_rank * z.s * z.s;
+  z.dropout = m.dropout;
+  z.mask = m.dropout ? 1.0 : 0.0;
+  z.causal = !m.vit;
+  z.Tr = o.memory.sequence_parallel ? z.T / z.t : z.T;
+  z.set = o.set;
+  return z;
+}
+
+// Appends kernels of one pass, `count` launches each per microbatch.
+class Builder {
+ public:
+  Builder(std::vector<Kernel>& out, double e, double count) : out_(out), e_(e), count_(count) {}
+
+  // A matrix product C[M, N] = A[M, K] B[K, N], `batch` of them in one launch.
+  void gemm(const std::string& name, Pass pass, double M, double N, double K, double batch = 1) {
+    add(name, pass, 2 * M * N * K * batch, e_ * (M * K + K * N + M * N) * batch);
+  }
+  void memory(const std::string& name, Pass pass, double bytes) { add(name, pass, 0, bytes); }
+  // A kernel timed as a matrix product that is not one GEMM (FlashAttention).
+  void fused_matrix(const std::string& name, Pass pass, double flops, double bytes) { add(name, pass, flops, bytes); }
+  std::string suffix;  // appended to every name: " (recompute)"
+
+ private:
+  void add(const std::string& name, Pass pass, double flops, double bytes) {
+    if (flops <= 0 && bytes <= 0) return;
+    out_.push_back({name + suffix, pass, flops, bytes, count_});
+  }
+  std::vector<Kernel>& out_;
+  double e_, count_;
+};
+
+// Bias (+ dropout) + residual add after the projection and after fc2.
+void residual_forward(Builder& k, const Sizes& z, Pass pass) {
+  const double n = z.Tr * z.h;
+  if (z.set == KernelSet::Unfused) {
+    k.memory("bias add", pass, 2 * z.e * n);
+    if (z.dropout) k.memory("dropout", pass, (2 * z.e + z.mask) * n);
+    k.memory("residual add", pass, 3 * z.e * n);
+  } else {
+    k.memory("bias-dropout-add", pass, (3 * z.e + z.mask) * n);
+  }
+}
+
+// The attention core's forward: scores, softmax, dropout, attention over values.
+void attention_core_forward(Builder& k, const Sizes& z, Pass pass) {
+  const double heads = z.b * z.heads_per_rank;
+  if (z.set == KernelSet::Flash) {
+    // One kernel: reads Q, K, V and writes the output; the scores stay on chip.
+    const double causal = z.causal ? 0.5 : 1.0;
+    k.fused_matrix("flash attention", pass, causal * 4 * z.T * z.s * z.h / z.t, 4 * z.e * z.T * z.h / z.t);
+    return;
+  }
+  k.gemm("attention scores", pass, z.s, z.s, z.d, heads);
+  if (z.set == KernelSet::Fused) {
+    k.memory("scale-mask-softmax", pass, 2 * z.e * z.S);
+  } else {
+    k.memory("scale", pass, 2 * z.e * z.S);
+    if (z.causal) k.memory("causal mask", pass, 2 * z.e * z.S);
+    k.memory("softmax", pass, 2 * z.e * z.S);
+  }
+  if (z.dropout) k.memory("attention dropout", pass, (2 * z.e + z.mask) * z.S);
+  k.gemm("attention over values", pass, z.s, z.d, z.s, heads);
+  // Heads back into one [tokens, h/t] tensor for the projection.
+  k.memory("context copy", pass, 2 * z.e * z.T * z.h / z.t);
+}
+
+// A layer's forward: in the forward pass, or again inside the backward (full recomputation).
+void layer_forward(Builder& k, const Sizes& z, Pass pass) {
+  k.memory("layernorm", pass, 2 * z.e * z.Tr * z.h);
+  k.gemm("qkv", pass, z.T, 3 * z.h / z.t, z.h);
+  attention_core_forward(k, z, pass);
+  k.gemm("projection", pass, z.T, z.h, z.h / z.t);
+  residual_forward(k, z, pass);
+  k.memory("layernorm", pass, 2 * z.e * z.Tr * z.h);
+  k.gemm("fc1", pass, z.T, z.f / z.t, z.h);
+  if (z.set == KernelSet::Unfused) {
+    k.memory("bias add", pass, 2 * z.e * z.T * z.f / z.t);
+    k.memory("gelu", pass, 2 * z.e * z.T * z.f / z.t);
+  } else {
+    k.memory("bias-gelu", pass, 2 * z.e * z.T * z.f / z.t);
+  }
+  k.gemm("fc2", pass, z.T, z.h, z.f / z.t);
+  residual_forward(k, z, pass);
+}
+
+// The gradient of a residual block's output into its branch (dropout backward) and,
+// at the block's input, the residual gradient added to the branch's.
+void residual_backward(Builder& k, const Sizes& z) {
+  const double n = z.Tr * z.h;
+  if (z.dropout) k.memory("dropout backward", Pass::BackwardInput, (2 * z.e + z.mask) * n);
+  k.memory("residual gradient add", Pass::BackwardInput, 3 * z.e * n);
+}
+
+void attention_core_backward(Builder& k, const Sizes& z) {
+  const Pass bi = Pass::BackwardInput;
+  const double heads = z.b * z.heads_per_rank;
+  if (z.set == KernelSet::Flash) {
+    // Recomputes the scores and computes dV, dP, dQ, dK: five products of the forward's
+    // two; reads Q, K, V, the output and its gradient, writes dQ, dK, dV.
+    const double causal = z.causal ? 0.5 : 1.0;
+    k.fused_matrix("flash attention backward", bi, causal * 10 * z.T * z.s * z.h / z.t, 8 * z.e * z.T * z.h / z.t);
+    return;
+  }
+  k.memory("context copy backward", bi, 2 * z.e * z.T * z.h / z.t);
+  k.gemm("attention over values: probabilities gradient", bi, z.s, z.s, z.d, heads);
+  k.gemm("attention over values: values gradient", bi, z.s, z.d, z.s, heads);
+  if (z.dropout) k.memory("attention dropout backward", bi, (2 * z.e + z.mask) * z.S);
+  if (z.set == KernelSet::Fused) {
+    k.memory("scale-mask-softmax backward", bi, 3 * z.e * z.S);
+  } else {
+    k.memory("softmax backward", bi, 3 * z.e * z.S);
+    if (z.causal) k.memory("causal mask backward", bi, 2 * z.e * z.S);
+    k.memory("scale backward", bi, 2 * z.e * z.S);
+  }
+  k.gemm("attention scores: queries gradient", bi, z.s, z.d, z.s, heads);
+  k.gemm("attention scores: keys gradient", bi, z.s, z.d, z.s, heads);
+}
+
+// Adding this microbatch's weight gradients to the buffer that holds the sum over the
+// step's microbatches (read both, write the sum) — for every microbatch but the first.
+void accumulate_gradients(Builder& k, const Sizes& z, double parameters, int microbatches) {
+  k.memory("gradient accumulation", Pass::BackwardWeight,
+           3 * z.e * parameters * (microbatches - 1.0) / microbatches);
+}
+
+void layer_backward(Builder& k, const Sizes& z, const KernelOptions& o) {
+  const Pass bi = Pass::BackwardInput, bw = Pass::BackwardWeight;
+  // Activation gradients, last kernel first.
+  residual_backward(k, z);
+  k.gemm("fc2: input gradient", bi, z.T, z.f / z.t, z.h);
+  k.memory("gelu backward", bi, 3 * z.e * z.T * z.f / z.t);
+  k.gemm("fc1: input gradient", bi, z.T, z.h, z.f / z.t);
+  k.memory("layernorm backward", bi, 3 * z.e * z.Tr * z.h);
+  residual_backward(k, z);
+  k.gemm("projection: input gradient", bi, z.T, z.h / z.t, z.h);
+  attention_core_backward(k, z);
+  k.gemm("qkv: input gradient", bi, z.T, z.h, 3 * z.h / z.t);
+  k.memory("layernorm backward", bi, 3 * z.e * z.Tr * z.h);
+  // Weight gradients: each linear's from its input and output gradient, the biases'
+  // and LayerNorms' from reductions over the tokens.
+  k.gemm("qkv: weight gradient", bw, z.h, 3 * z.h / z.t, z.T);
+  k.gemm("projection: weight gradient", bw, z.h / z.t, z.h, z.T);
+  k.gemm("fc1: weight gradient", bw, z.h, z.f / z.t, z.T);
+  k.gemm("fc2: weight gradient", bw, z.f / z.t, z.h, z.T);
+  k.memory("bias gradients", bw, z.e * (z.T * 3 * z.h / z.t + z.T * z.f / z.t + 2 * z.Tr * z.h));
+  k.memory("layernorm weight gradients", bw, 2 * 2 * z.e * z.Tr * z.h);
+  const double parameters = (4 * z.h * z.h + 2 * z.h * z.f) / z.t + (3 * z.h + z.f) / z.t + 2 * z.h + 4 * z.h;
+  accumulate_gradients(k, z, parameters, o.microbatches);
+}
+
+void embedding_kernels(Builder& k, const ModelDims& m, const Sizes& z, const KernelOptions& o) {
+  const Pass f = Pass::Forward, bw = Pass::BackwardWeight;
+  const double n = z.T * z.h;
+  if (m.vit) {
+    const double patches = z.b * (z.s - 1);
+    k.gemm("patch embedding", f, patches, z.h, m.patch_inputs);
+    k.memory("class token and positions", f, 3 * z.e * n);
+    k.gemm("patch embedding: weight gradient", bw, m.patch_inputs, z.h, patches);
+    accumulate_gradients(k, z, static_cast<double>(m.patch_inputs) * z.h + (z.s + 1) * z.h, o.microbatches);
+    return;
+  }
+  // Vocabulary-parallel lookup (each rank's rows), positions added, dropout.
+  k.memory("embedding lookup", f, 2 * z.e * n);
+  k.memory("position add", f, 3 * z.e * n);
+  if (z.dropout) {
+    k.memory("embedding dropout", f, (2 * z.e + z.mask) * n);
+    k.memory("embedding dropout backward", Pass::BackwardInput, (2 * z.e + z.mask) * n);
+  }
+  // The gradient buffer of this rank's vocabulary rows zeroed, the tokens' rows added in.
+  k.memory("embedding gradient", bw, z.e * m.vocab * z.h / z.t + 3 * z.e * n);
+  accumulate_gradients(k, z, (m.vocab / z.t + z.s) * z.h, o.microbatches);
+}
+
+void head_kernels(Builder& k, const ModelDims& m, const Sizes& z, const KernelOptions& o) {
+  const Pass f = Pass::Forward, bi = Pass::BackwardInput, bw = Pass::BackwardWeight;
+  if (m.vit) {  // LayerNorm and classifier on the class token of each sample
+    k.memory("final layernorm", f, 2 * z.e * z.b * z.h);
+    k.gemm("classifier", f, z.b, m.vocab, z.h);
+    k.gemm("classifier: input gradient", bi, z.b, z.h, m.vocab);
+    k.gemm("classifier: weight gradient", bw, z.h, m.vocab, z.b);
+    accumulate_gradients(k, z, z.h * m.vocab, o.microbatches);
+    return;
+  }
+  const double logits = z.T * m.vocab / z.t;
+  k.memory("final layernorm", f, 2 * z.e * z.Tr * z.h);
+  k.gemm("logits", f, z.T, m.vocab / z.t, z.h);
+  // Vocabulary-parallel cross-entropy in fp32 (Megatron-LM's): the 16-bit logits cast
+  // to fp32, their max, the shift, exp, sum and the softmax kept for the backward; the
+  // backward scales it by the loss gradient and casts it back.
+  const double cast = z.e < 4 ? z.e + 4 : 0;
+  k.memory("cross-entropy", f, (cast + 4 + 8 + 8 + 4 + 8) * logits);
+  k.memory("cross-entropy backward", bi, (8 + cast) * logits);
+  k.gemm("logits: input gradient", bi, z.T, z.h, m.vocab / z.t);
+  k.memory("final layernorm backward", bi, 3 * z.e * z.Tr * z.h);
+  k.gemm("logits: weight gradient", bw, m.vocab / z.t, z.h, z.T);  // the tied embedding's
+  k.memory("final layernorm weight gradients", bw, 2 * z.e * z.Tr * z.h);
+}
+
+// `layers` identical layers: forward, backward and what recomputation adds.
+void add_layers(std::vector<Kernel>& out, const Sizes& z, const KernelOptions& o, double layers) {
+  Builder k(out, z.e, layers);
+  layer_forward(k, z, Pass::Forward);
+  layer_backward(k, z, o);
+  Builder again(out, z.e, layers);
+  again.suffix = " (recompute)";
+  if (o.memory.recompute == "full") {
+    layer_forward(again, z, Pass::BackwardInput);
+  } else if (o.memory.recompute == "selective" && z.set != KernelSet::Flash) {
+    // Korthikanti et al.: the attention core only (FlashAttention's backward already
+    // recomputes it).
+    attention_core_forward(again, z, Pass::BackwardInput);
+  }
+}
+
+}  // namespace
+
+std::vector<Kernel> layer_kernels(const ModelDims& m, const KernelOptions& o) {
+  std::vector<Kernel> out;
+  add_layers(out, sizes_of(m, o), o, 1);
+  return out;
+}
+
+std::vector<Kernel> stage_kernels(const ModelDims& m, int first, int end, const KernelOptions& o) {
+  std::vector<Kernel> out;
+  const Sizes z = sizes_of(m, o);
+  if (end > first) add_layers(out, z, o, end - first);
+  Builder once(out, z.e, 1);
+  if (first == 0) embedding_kernels(once, m, z, o);
+  if (end == m.layers) head_kernels(once, m, z, o);
+  return out;
+}
+
+double kernel_flops(const std::vector<Kernel>& kernels, Pass pass) {
+  double total = 0;
+  for (const auto& k : kernels)
+    if (k.pass == pass) total += k.flops * k.count;
+  return total;
+}
+
+double kernel_bytes(const std::vector<Kernel>& kernels, Pass pass) {
+  double total = 0;
+  for (const auto& k : kernels)
+    if (k.pass == pass) total += k.bytes * k.count;
+  return total;
+}
+
+double optimizer_bytes_per_parameter(double bytes_per_value) {
+  const double adamw = 28, norm = 4;
+  if (bytes_per_value >= 4) return adamw + norm;
+  // 16-bit gradient read, fp32 copy written, unscaled in place, fp32 weights copied back.
+  return bytes_per_value + 4 + 8 + norm + adamw + (4 + bytes_per_value);
+}
+
+}  // namespace quintnet::core
