@@ -7,8 +7,10 @@
 # Layout: tp 8 x pp 35 x dp 8 (the paper's 530B tp and pp; 2,240 GPUs), micro-batch 1.
 # Not given there, so assumed and said: global batch 2,240 (one sample per GPU, as in its
 # scaling runs), the 1F1B and the interleaved schedule (3 chunks of one layer per rank).
-# The ratio of the two step times does not depend on the efficiency the dgx-a100 preset
-# assumes; the MFUs do.  MFU: the paper's model FLOPs (no recomputation),
+# Implementation as Megatron-LM ran then (the same choices as megatron_table1.sh): its
+# fused kernels, pipeline messages scattered over the tp group and gathered over NVLink,
+# the data-parallel all-reduce after the last backward (local DDP).  MFU: the paper's
+# model FLOPs (no recomputation),
 # 72 B s l h^2 (1 + s/(6h) + V/(12 l h)), over the step time and 312 TFLOP/s per GPU.
 #   bash experiments/sim/korthikanti_530b.sh            (~30 s)
 set -euo pipefail
@@ -31,6 +33,9 @@ device_type: cuda
 mesh_dim: [8, 8, 35]
 mesh_name: [dp, tp, pp]
 schedule: $schedule
+kernels: fused
+dp_overlap: false
+pp_scatter_gather: true
 YAML
     [ "$schedule" = interleaved ] && echo "virtual_stages: 3"
     if [ "$options" = full ]; then echo "recompute: full"; else printf 'recompute: selective\nsequence_parallel: true\n'; fi

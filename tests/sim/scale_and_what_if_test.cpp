@@ -68,10 +68,11 @@ TEST(Simulator, AStragglerSlowsTheStepAsTheClosedFormSays) {
 
 // The reduced model (one of the dp identical replicas simulated, sim/simulation.h)
 // against the full simulation (--exact): step time and bubble within 0.1% on plans of 64
-// to 1,024 ranks — every schedule, GPT-3 1.3B to 175B, dp 2 to 128, replicas on whole
-// nodes, two to a node (without a pipeline) and all ranks on one node, with
-// recomputation, sequence parallelism and ZeRO-1; a plan with a straggler is not reduced
-// at all.
+// to 1,024 ranks — every schedule, GPT-3 6.7B to 175B, dp 2 to 128, replicas on whole
+// nodes, two to a node and all ranks on one node, with recomputation, sequence
+// parallelism and ZeRO-1 — and within 0.5% where two ring members share a node and
+// pipeline messages share their NICs with the ring; a plan with a straggler is not
+// reduced at all.
 TEST(Simulator, ReducedDataParallelModelEqualsTheFullSimulation) {
   struct Case {
     int dp, tp, pp, microbatches, chunks;
@@ -89,10 +90,10 @@ TEST(Simulator, ReducedDataParallelModelEqualsTheFullSimulation) {
       {8, 8, 2, 8, 1, "zb-h1", "gpt3-6.7b", "recompute: full\nzero_stage: 1\n"},
       {16, 8, 4, 8, 1, "1f1b", "gpt3-13b", "recompute: selective\nsequence_parallel: true\nzero_stage: 1\n"},
       {2, 2, 2, 4, 1, "1f1b", "gpt3-1.3b", "zero_stage: 1\n"},
-      // tp 4 of 8 GPUs: two ring members to a node, every other hop across nodes (no
-      // pipeline: with one, the stand-in's ring transfer would share the messages' NICs).
-      {64, 4, 1, 4, 1, "1f1b", "gpt3-6.7b"}, {16, 4, 1, 8, 1, "afab", "gpt3-1.3b"},
-      {128, 4, 1, 4, 1, "1f1b", "gpt3-1.3b"},
+      // tp 4 of 8 GPUs: two ring members to a node, every other hop across nodes; with a
+      // pipeline the stand-in's ring transfer shares the messages' NIC (0.5%, below).
+      {64, 4, 1, 4, 1, "1f1b", "gpt3-6.7b"}, {64, 4, 2, 4, 1, "zb-h1", "gpt3-6.7b"},
+      {16, 4, 4, 8, 1, "afab", "gpt3-13b"}, {128, 4, 2, 4, 1, "1f1b", "gpt3-6.7b"},
   };
   int index = 0;
   for (const Case& c : cases) {
@@ -113,8 +114,10 @@ TEST(Simulator, ReducedDataParallelModelEqualsTheFullSimulation) {
     EXPECT_EQ(full.value("replicas_simulated_once", 0), 1) << what;
     const double step = full.value("step_time_s", 0.0), bubble = full.value("bubble_fraction", 0.0);
     ASSERT_GT(step, 0) << what;
-    EXPECT_NEAR(reduced.value("step_time_s", 0.0), step, 1e-3 * step) << what;
-    EXPECT_NEAR(reduced.value("bubble_fraction", 0.0), bubble, 1e-3 * std::max(bubble, 1e-3)) << what;
+    const bool shares_nics = 2 * c.tp == 8 && c.pp > 1;  // see why_not_reducible
+    const double tolerance = shares_nics ? 5e-3 : 1e-3;
+    EXPECT_NEAR(reduced.value("step_time_s", 0.0), step, tolerance * step) << what;
+    EXPECT_NEAR(reduced.value("bubble_fraction", 0.0), bubble, tolerance * std::max(bubble, 1e-3)) << what;
     EXPECT_EQ(reduced.value("events", 0), full.value("events", -1)) << what;
     EXPECT_EQ(reduced.value("ranks", 0), ranks) << what;
   }
@@ -127,11 +130,6 @@ TEST(Simulator, ReducedDataParallelModelEqualsTheFullSimulation) {
   const std::string mixed = write_file("reduce_mixed.yaml", "batch_size: 128\ngrad_acc_steps: 4\ndevice_type: cuda\n"
                                                            "mesh_dim: [32, 2, 1]\nmesh_name: ['dp', 'tp', 'pp']\n");
   EXPECT_EQ(simulate("--config " + mixed + " --model gpt2-124m --platform dgx-a100 --nodes 8").value("replicas_simulated_once", 0), 1);
-  // Two members to a node with a pipeline: messages and the ring would share NICs.
-  const std::string paired = write_file("reduce_paired.yaml", "batch_size: 64\ngrad_acc_steps: 4\ndevice_type: cuda\n"
-                                                             "mesh_dim: [16, 4, 2]\nmesh_name: ['dp', 'tp', 'pp']\n");
-  EXPECT_EQ(simulate("--config " + paired + " --model gpt2-124m --platform dgx-a100 --nodes 16")
-                .value("replicas_simulated_once", 0), 1);
   // So do degraded NICs, jitter and networks of leaf or rail switches.
   for (const std::string what_if : {"--slow-nic 2/0:0.5", "--failed-nic 2/0", "--jitter lognormal:0.05"})
     EXPECT_EQ(simulate("--config " + sync + " --model gpt2-124m --platform dgx-a100 --nodes 8 " + what_if)
