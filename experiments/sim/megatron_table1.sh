@@ -23,7 +23,8 @@
 #   CALCULON_DIR=/path/to/calculon bash experiments/sim/megatron_table1.sh
 # PLATFORM (default dgx-a100): a preset or JSON file.  CALCULON_DIR: a checkout of
 # github.com/calculon-ai/calculon; its Python dependencies go into a virtual environment
-# under build/ the first time (pip).
+# under build/ the first time (pip).  QN_TABLE1_JSON=FILE also writes the rows as JSON
+# (experiments/sim/plot_table1.py draws them).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${QN_BUILD_DIR:-$root/build}/bin"
@@ -98,7 +99,7 @@ done
 calculon_rows >"$work/calculon"
 printf '%s\n' "${rows[@]}" >"$work/rows"
 
-python3 - "$work/rows" "$work/ours" "$work/calculon" <<'PY'
+python3 - "$work/rows" "$work/ours" "$work/calculon" ${QN_TABLE1_JSON:+"$QN_TABLE1_JSON"} <<'PY'
 import json, sys
 ours = dict(line.split() for line in open(sys.argv[2]))
 calculon = {r["billions"]: r["step_s"] for r in map(json.loads, open(sys.argv[3]))}
@@ -107,6 +108,7 @@ print("| params | t × p × d | GPUs | batch | b | chunks | DP overlap | publish
       "QuintNet: step | TFLOP/s | error | Calculon: step | TFLOP/s | error |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 errors = {"ours": [], "calculon": []}
+rows = []
 for line in open(sys.argv[1]):
     billions, a, h, l, t, p, n, B, b, v, overlap, published = line.split()
     h, l, t, p, n, B, published = int(h), int(l), int(t), int(p), int(n), int(B), float(published)
@@ -119,6 +121,11 @@ for line in open(sys.argv[1]):
         return f"{float(step):.2f} s | {tflops:.0f} | {errors[who][-1]:+.1f}%"
     print(f"| {billions}B | {t} × {p} × {n // (t * p)} | {n} | {B} | {b} | {v} | {'yes' if overlap == '1' else 'no'} "
           f"| {published:.0f} | {cells(ours[billions], 'ours')} | {cells(calculon.get(billions), 'calculon')} |")
+    tflops = lambda step: None if step is None else flops / (float(step) * n) / 1e12
+    rows.append({"billions": float(billions), "published": published, "quintnet": tflops(ours[billions]),
+                 "calculon": tflops(calculon.get(billions))})
+if len(sys.argv) > 4:
+    json.dump(rows, open(sys.argv[4], "w"), indent=1)
 def summary(e):
     return f"mean |error| {sum(map(abs, e)) / len(e):.1f}%, worst {max(map(abs, e)):.1f}%" if e else "not run"
 print(f"\nQuintNet: {summary(errors['ours'])}; within 10%: {sum(abs(x) <= 10 for x in errors['ours'])} of "
