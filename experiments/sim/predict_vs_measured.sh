@@ -72,7 +72,7 @@ predict() {
     json=$("$bin/quintnet" simulate --config "$out/$1.yaml" --calibration "$2" --measured "$out/$1.r$round.trace.json" --json)
     measured=$(awk -v s="$measured" -v m="$(sed -n 's/.*"measured_step_time_s": *\([0-9.e+-]*\).*/\1/p' <<<"$json")" \
       -v n="$rounds" 'BEGIN { printf "%.9g", s + m / n }')
-    predicted=$(sed -n 's/.*"step_time_s": \([0-9.e+-]*\).*/\1/p' <<<"$json" | tail -n 1)
+    predicted=$(sed -n 's/.*"step_time_s": *\([0-9.e+-]*\).*/\1/p' <<<"$json" | tail -n 1)
   done
   echo "$measured $predicted"
 }
