@@ -28,7 +28,8 @@ SimulationSize estimate_simulation(const SimPlan& plan, bool writes_trace, bool 
     double events = 0;
     for (const core::Action& a : actions) {
       if (a.kind == core::ActionKind::GradSync && plan.dp <= 1) continue;  // nothing to sync: not recorded
-      events += 1 + (plan.tp > 1 && core::is_compute(a.kind) ? 1 : 0);
+      events += 1 + (plan.tp > 1 && core::is_compute(a.kind) ? 1 : 0) +
+                (plan.pp_scatter_gather && plan.tp > 1 && core::is_recv(a.kind) ? 1 : 0);  // its all-gather
     }
     // The DP buckets of each chunk, as sim/rank_actor.cpp cuts them.
     const double chunks = sched.chunks;
