@@ -32,8 +32,7 @@ void a100_gpu(Platform& p) {
   p.sources["efficiency"] = "the matrix table's top step";
   p.sources["memory_bytes"] = "A100 80GB SXM data sheet";
   p.sources["memory_bandwidth"] = "A100 80GB SXM data sheet: 2,039 GB/s HBM2e";
-  p.sources["memory_efficiency"] = std::string(kCalculonA100) + " (mem1 MB_efficiency); its 0.90 top step agrees "
-                                   "with the ~88% of 2,039 GB/s measured reads reach";
+  p.sources["memory_efficiency"] = std::string(kCalculonA100) + " (mem1 MB_efficiency)";
 }
 
 void h100_gpu(Platform& p, double memory_bytes, double memory_bandwidth, const std::string& memory_source) {
