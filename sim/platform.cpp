@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "sim/simgrid_compat.h"
@@ -19,36 +20,41 @@ const char* const kCalculonA100 = "Calculon, systems/a100_80g.json";
 const char* const kCalculonH100 = "Calculon, systems/h100_80g_nvl8.json";
 const char* const kGuess = "the preset's first figure (session 2), not a measurement: it matters for messages under ~1 MB only";
 
-void a100_gpu(Platform& p) {
-  p.peak_flops = 312e12, p.memory_bytes = 80e9, p.memory_bandwidth = 2039e9;
-  p.matrix_efficiency = {{{16, 0.859}, {1, 0.6}, {0, 0.1}}};
-  p.efficiency = 0.859;
-  p.memory_efficiency = {{{100, 0.90}, {10, 0.75}, {1, 0.6}, {0, 0.3}}};
-  p.sources["peak_flops"] = "NVIDIA A100 data sheet: 312 TFLOP/s dense FP16/BF16 tensor";
-  p.sources["matrix_efficiency"] =
-      std::string("GEMM size steps and the efficiencies below 16 GFLOP (0.6, 0.1): ") + kCalculonA100 +
-      "; its 0.90-0.95 above capped at the best matrix product measured on an A100 SXM, 267.9 of 312 TFLOP/s = "
-      "0.859 (Bekman, MAMF table, CUDA 12.1)";
-  p.sources["efficiency"] = "the matrix table's top step";
-  p.sources["memory_bytes"] = "A100 80GB SXM data sheet";
-  p.sources["memory_bandwidth"] = "A100 80GB SXM data sheet: 2,039 GB/s HBM2e";
-  p.sources["memory_efficiency"] = std::string(kCalculonA100) + " (mem1 MB_efficiency)";
-}
+// One GPU's figures and where each comes from.
+struct GpuFigures {
+  double peak_flops;
+  const char* peak_source;
+  double best_matmul;  // the best matrix product measured on it, a fraction of peak
+  const char* best_matmul_source;
+  const char* calculon_file;
+  double memory_bytes, memory_bandwidth;
+  const char* memory_source;
+};
 
-void h100_gpu(Platform& p, double memory_bytes, double memory_bandwidth, const std::string& memory_source) {
-  p.peak_flops = 989e12, p.memory_bytes = memory_bytes, p.memory_bandwidth = memory_bandwidth;
-  p.matrix_efficiency = {{{16, 0.803}, {1, 0.6}, {0, 0.1}}};
-  p.efficiency = 0.803;
+const GpuFigures kA100 = {312e12, "NVIDIA A100 data sheet: 312 TFLOP/s dense FP16/BF16 tensor", 0.859,
+                          "an A100 SXM, 267.9 of 312 TFLOP/s (Bekman, MAMF table, CUDA 12.1)", kCalculonA100, 80e9,
+                          2039e9, "A100 80GB SXM data sheet: 80 GB HBM2e at 2,039 GB/s"};
+constexpr const char* kH100Peak = "NVIDIA H100 SXM data sheet: 989 TFLOP/s dense FP16/BF16 tensor (1,979 with sparsity)";
+constexpr const char* kH100Matmul =
+    "an H100 SXM, 794.5 of 989 TFLOP/s (Bekman, MAMF table, torch 2.7.0+cu126; the H200 is the same GH100 chip)";
+const GpuFigures kH100 = {989e12, kH100Peak, 0.803, kH100Matmul, kCalculonH100, 80e9, 3.35e12,
+                          "H100 SXM data sheet: 80 GB HBM3 at 3.35 TB/s"};
+const GpuFigures kH200 = {989e12, kH100Peak, 0.803, kH100Matmul, kCalculonH100, 141e9, 4.8e12,
+                          "H200 SXM data sheet: 141 GB HBM3e at 4.8 TB/s"};
+
+void gpu(Platform& p, const GpuFigures& g) {
+  p.peak_flops = g.peak_flops, p.memory_bytes = g.memory_bytes, p.memory_bandwidth = g.memory_bandwidth;
+  p.matrix_efficiency = {{{16, g.best_matmul}, {1, 0.6}, {0, 0.1}}};
+  p.efficiency = g.best_matmul;
   p.memory_efficiency = {{{100, 0.90}, {10, 0.75}, {1, 0.6}, {0, 0.3}}};
-  p.sources["peak_flops"] = "NVIDIA H100 SXM data sheet: 989 TFLOP/s dense FP16/BF16 tensor (1,979 with sparsity)";
-  p.sources["matrix_efficiency"] =
-      std::string("GEMM size steps and the efficiencies below 16 GFLOP (0.6, 0.1): ") + kCalculonH100 +
-      "; its 0.90-0.95 above capped at the best matrix product measured on an H100 SXM, 794.5 of 989 TFLOP/s = "
-      "0.803 (Bekman, MAMF table, torch 2.7.0+cu126; the H200 is the same GH100 chip)";
+  p.sources["peak_flops"] = g.peak_source;
+  p.sources["matrix_efficiency"] = std::string("GEMM size steps and the efficiencies below 16 GFLOP (0.6, 0.1): ") +
+                                   g.calculon_file + "; its 0.90-0.95 above capped at the best matrix product "
+                                   "measured on " + g.best_matmul_source;
   p.sources["efficiency"] = "the matrix table's top step";
-  p.sources["memory_bytes"] = memory_source;
-  p.sources["memory_bandwidth"] = memory_source;
-  p.sources["memory_efficiency"] = std::string(kCalculonH100) + " (mem1 MB_efficiency)";
+  p.sources["memory_bytes"] = g.memory_source;
+  p.sources["memory_bandwidth"] = g.memory_source;
+  p.sources["memory_efficiency"] = std::string(g.calculon_file) + " (mem1 MB_efficiency)";
 }
 
 void a100_network(Platform& p, double intra_bandwidth, const std::string& intra_source) {
@@ -80,10 +86,10 @@ Platform preset(const std::string& name) {
   Platform p;
   p.name = name;
   if (name == "dgx-a100") {  // 8 x A100 SXM 80 GB, NVLink 600 GB/s total, 8 x 200 Gb/s InfiniBand
-    a100_gpu(p);
+    gpu(p, kA100);
     a100_network(p, 300e9, "NVLink 3 through NVSwitch: 600 GB/s per GPU, both directions (DGX A100 data sheet)");
   } else if (name == "dgx-h100") {  // 8 x H100 SXM 80 GB, NVLink 900 GB/s total, 8 x 400 Gb/s InfiniBand
-    h100_gpu(p, 80e9, 3.35e12, "H100 SXM data sheet: 80 GB HBM3 at 3.35 TB/s");
+    gpu(p, kH100);
     h100_network(p);
   } else if (name == "dgx-a100-superpod") {  // DGX SuperPOD (A100): scalable units of 20 DGX A100, rails of HDR InfiniBand, non-blocking
     p = preset("dgx-a100");
@@ -92,14 +98,14 @@ Platform preset(const std::string& name) {
     p = preset("dgx-h100");
     p.name = name, p.topology = Topology::Rail, p.nodes_per_leaf = 32;
   } else if (name == "a100x4-fat-tree") {  // nodes of 4 x A100 SXM (NVLink: 100 GB/s to each peer), 4 x HDR, 16 nodes per leaf, 2:1
-    a100_gpu(p);
+    gpu(p, kA100);
     a100_network(p, 100e9, "4 x A100 SXM joined directly: 4 NVLink 3 links (100 GB/s per direction) to each peer "
                            "(HGX A100 4-GPU); not a particular machine, and its bus-bandwidth efficiency is the "
                            "NVSwitch one measured on 8 GPUs");
     p.gpus_per_node = 4, p.nics_per_node = 4;
     p.topology = Topology::FatTree, p.nodes_per_leaf = 16, p.leaf_oversubscription = 2;
   } else if (name == "h200") {  // one H200 141 GB
-    h100_gpu(p, 141e9, 4.8e12, "H200 SXM data sheet: 141 GB HBM3e at 4.8 TB/s");
+    gpu(p, kH200);
     h100_network(p);
     p.gpus_per_node = 1, p.nics_per_node = 1;
   } else if (name == "cpu-local") {  // ranks as processes on 2 cores (~77 GFLOP/s peak each with OpenBLAS)
@@ -133,6 +139,27 @@ EfficiencyTable table_from_json(const nlohmann::json& j, const std::string& orig
     t.steps.emplace_back(size, eff);
   }
   return t;
+}
+
+// The efficiency tables a JSON file gives; a table it changes loses the preset's citation.
+void read_roofline_tables(const nlohmann::json& j, const std::string& origin, Platform& p) {
+  for (auto [key, into, unit] : {std::tuple{"matrix_efficiency", &p.matrix_efficiency, "GFLOP"},
+                                 std::tuple{"memory_efficiency", &p.memory_efficiency, "MB"}}) {
+    if (!j.contains(key)) continue;
+    *into = table_from_json(j.at(key), origin, key, unit);
+    if (p.sources.count(key)) p.sources[key] = "set in " + origin;
+  }
+}
+
+// "sources": {field: citation}, over what the preset or the fields above said.
+void read_sources(const nlohmann::json& j, const std::string& origin, Platform& p) {
+  if (!j.contains("sources")) return;
+  const auto& sources = j.at("sources");
+  if (!sources.is_object()) throw core::UserError(origin + ": 'sources' must be an object of field: citation text");
+  for (const auto& [field, text] : sources.items()) {
+    if (!text.is_string()) throw core::UserError(origin + ": sources." + field + " must be text, got " + text.dump());
+    p.sources[field] = text.get<std::string>();
+  }
 }
 
 nlohmann::json table_to_json(const EfficiencyTable& t) {
@@ -195,13 +222,7 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
   number("memory_bandwidth", p.memory_bandwidth, 0);  // 0: memory-bound kernels not timed
   number("intra_efficiency", p.intra_efficiency, 1e-6, 1);
   number("nic_efficiency", p.nic_efficiency, 1e-6, 1);
-  auto table = [&](const char* key, EfficiencyTable& into, const char* unit) {
-    if (!j.contains(key)) return;
-    into = table_from_json(j.at(key), origin, key, unit);
-    if (p.sources.count(key)) p.sources[key] = "set in " + origin;
-  };
-  table("matrix_efficiency", p.matrix_efficiency, "GFLOP");
-  table("memory_efficiency", p.memory_efficiency, "MB");
+  read_roofline_tables(j, origin, p);
   number("intra_bandwidth", p.intra_bandwidth, 1);
   number("intra_latency", p.intra_latency, 0);
   number("nic_bandwidth", p.nic_bandwidth, 1);
@@ -236,14 +257,7 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
   if (p.topology != Topology::Switch && p.cores_per_node > 0)
     throw core::UserError(origin + ": 'topology' " + topology_name(p.topology) +
                           " is a GPU cluster's network; ranks sharing CPU cores ('cores_per_node') talk over loopback");
-  if (j.contains("sources")) {
-    const auto& sources = j.at("sources");
-    if (!sources.is_object()) throw core::UserError(origin + ": 'sources' must be an object of field: citation text");
-    for (const auto& [field, text] : sources.items()) {
-      if (!text.is_string()) throw core::UserError(origin + ": sources." + field + " must be text, got " + text.dump());
-      p.sources[field] = text.get<std::string>();
-    }
-  }
+  read_sources(j, origin, p);
   static const std::vector<std::string> known = {"preset", "name", "nodes", "gpus_per_node", "nics_per_node",
                                                  "peak_flops", "efficiency", "matrix_efficiency", "memory_bytes",
                                                  "memory_bandwidth", "memory_efficiency", "intra_bandwidth",

@@ -9,6 +9,55 @@
 
 namespace quintnet::sim {
 
+namespace {
+
+// What one pipeline rank computes per microbatch, over all its chunks.
+struct RankWork {
+  double forward_flops = 0, recompute_flops = 0, layers = 0;
+  std::vector<core::Kernel> kernels;  // an op of a chunk takes 1/chunks of their time
+};
+
+core::KernelOptions kernel_options_of(const core::Plan& plan, int tp, double bytes_per_value) {
+  core::KernelOptions o;
+  o.micro_batch = plan.micro_batch_size();
+  o.tp = tp;
+  o.microbatches = plan.microbatches();
+  o.bytes_per_value = bytes_per_value;
+  o.set = core::parse_kernel_set(plan.kernels);
+  o.memory = core::MemoryOptions::of(plan);
+  return o;
+}
+
+// The calibrated machine's op costs at the plan's tp: a fixed part per layer and a part
+// per FLOP, times what sharing its CPU costs (sim/calibration.h).  The forward FLOPs
+// recomputed inside the backward cost what forward FLOPs cost (the fixed part per layer
+// only when whole layers run again).
+void push_calibrated_op_times(SimPlan& s, const RankWork& w, const Calibration& c, int world, bool full_recompute) {
+  const OpTimeModel& k = c.costs_for_tp(s.tp);
+  const double slowdown = c.slowdown_for(world);
+  // Under full recomputation the first forward records no graph (the probe measured what
+  // that saves); the one inside the backward does.
+  const double no_graph = full_recompute ? c.no_graph_forward_ratio : 1.0;
+  s.forward_s.push_back(no_graph * slowdown * (w.layers * k.forward_overhead_s + w.forward_flops / k.forward_flops_per_s));
+  // dX and dW each cost one forward's FLOPs and half the backward's fixed part.
+  const double half_backward =
+      slowdown * (w.layers * k.backward_overhead_s / 2 + w.forward_flops / k.backward_flops_per_s);
+  const double again =
+      slowdown * ((full_recompute ? w.layers * k.forward_overhead_s : 0.0) + w.recompute_flops / k.forward_flops_per_s);
+  s.backward_input_s.push_back(half_backward + again);
+  s.backward_weight_s.push_back(half_backward);
+}
+
+// The rank's kernels on the platform's roofline (sim/roofline.h), kept for --kernels.
+void push_roofline_op_times(SimPlan& s, RankWork&& w, const Platform& platform) {
+  s.forward_s.push_back(pass_seconds(w.kernels, core::Pass::Forward, platform));
+  s.backward_input_s.push_back(pass_seconds(w.kernels, core::Pass::BackwardInput, platform));
+  s.backward_weight_s.push_back(pass_seconds(w.kernels, core::Pass::BackwardWeight, platform));
+  s.kernels.push_back(std::move(w.kernels));
+}
+
+}  // namespace
+
 SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const std::string& model_override,
                       int seq_len, const Calibration* calibration) {
   const int world = plan.world_size();
@@ -41,25 +90,19 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
   s.dp_overlap = plan.dp_overlap;
   s.tp_overlap = plan.tp_overlap;
   s.pp_scatter_gather = plan.pp_scatter_gather;
-  core::KernelOptions kernel_options;
-  kernel_options.micro_batch = b;
-  kernel_options.tp = s.tp;
-  kernel_options.microbatches = plan.microbatches();
-  kernel_options.bytes_per_value = bytes;
-  kernel_options.set = core::parse_kernel_set(plan.kernels);
-  kernel_options.memory = options;
+  const core::KernelOptions kernel_options = kernel_options_of(plan, s.tp, bytes);
   for (int r = 0; r < pp; ++r) {
-    double fwd = 0, params = 0, activations = 0, layers = 0, recompute = 0, working = 0;
-    std::vector<core::Kernel> kernels;  // of all the rank's stages: an op of a chunk takes 1/chunks of their time
+    RankWork work;
+    double params = 0, activations = 0, working = 0;
     for (int c = 0; c < chunks; ++c) {
-      const int stage = c * pp + r;
-      const core::StageCost cost = core::stage_cost(dims, ranges[stage].first, ranges[stage].end, b, s.tp, bytes, options);
-      const auto stage_kernels = core::stage_kernels(dims, ranges[stage].first, ranges[stage].end, kernel_options);
-      kernels.insert(kernels.end(), stage_kernels.begin(), stage_kernels.end());
-      fwd += cost.forward_flops;
-      recompute += cost.recompute_flops;
+      const core::LayerRange& range = ranges[c * pp + r];
+      const core::StageCost cost = core::stage_cost(dims, range.first, range.end, b, s.tp, bytes, options);
+      const auto stage_kernels = core::stage_kernels(dims, range.first, range.end, kernel_options);
+      work.kernels.insert(work.kernels.end(), stage_kernels.begin(), stage_kernels.end());
+      work.forward_flops += cost.forward_flops;
+      work.recompute_flops += cost.recompute_flops;
+      work.layers += stage_layer_count(dims, range);
       working = std::max(working, cost.backward_working_bytes);
-      layers += stage_layer_count(dims, ranges[stage]);
       params += cost.parameters;
       activations = std::max(activations, cost.activation_bytes);
       s.p2p_bytes = cost.boundary_bytes;
@@ -67,29 +110,8 @@ SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const st
       s.tp_allreduces_per_op = cost.tp_allreduces_forward;  // per F (and per B) of one chunk
       s.tp_allreduces_recompute = options.recompute == "full" ? cost.tp_allreduces_forward : 0;
     }
-    // The forward FLOPs recomputed inside the backward cost what forward FLOPs cost (the
-    // calibrated fixed part per layer only when whole layers run again).
-    if (calibration) {
-      // The calibrated machine's op costs at this tp: a fixed part per layer and a part
-      // per FLOP, times what sharing its CPU costs (sim/calibration.h).
-      const OpTimeModel& k = calibration->costs_for_tp(s.tp);
-      const double slowdown = calibration->slowdown_for(world);
-      // Under full recomputation the first forward records no graph (the probe measured
-      // what that saves); the one inside the backward does.
-      const double no_graph = options.recompute == "full" ? calibration->no_graph_forward_ratio : 1.0;
-      s.forward_s.push_back(no_graph * slowdown * (layers * k.forward_overhead_s + fwd / k.forward_flops_per_s));
-      // dX and dW each cost one forward's FLOPs and half the backward's fixed part.
-      const double half_backward = slowdown * (layers * k.backward_overhead_s / 2 + fwd / k.backward_flops_per_s);
-      const double again = slowdown * ((options.recompute == "full" ? layers * k.forward_overhead_s : 0.0) +
-                                       recompute / k.forward_flops_per_s);
-      s.backward_input_s.push_back(half_backward + again);
-      s.backward_weight_s.push_back(half_backward);
-    } else {
-      s.forward_s.push_back(pass_seconds(kernels, core::Pass::Forward, platform));
-      s.backward_input_s.push_back(pass_seconds(kernels, core::Pass::BackwardInput, platform));
-      s.backward_weight_s.push_back(pass_seconds(kernels, core::Pass::BackwardWeight, platform));
-      s.kernels.push_back(std::move(kernels));
-    }
+    if (calibration) push_calibrated_op_times(s, work, *calibration, world, options.recompute == "full");
+    else push_roofline_op_times(s, std::move(work), platform);
     // The optimizer updates the rank's parameters (with ZeRO-1 its 1/dp of them): a
     // memory-bound kernel, free on a platform without a memory bandwidth.
     const double updated = params / (plan.zero_stage >= 1 ? s.dp : 1);

@@ -62,92 +62,24 @@ double number(const Args& args, const std::string& name, double fallback) {
   return v.empty() ? fallback : v[0];
 }
 
-int simulate(int argc, char** argv) {
-  Args args("quintnet simulate", kOptions, argc, argv);
-  if (args.help_requested()) {
-    std::cout << args.usage("--config PLAN [--platform NAME|FILE] [--nodes N] [--model NAME] [--trace F] [--json]")
-              << "\nPredicts one training step with SimGrid: step time, bubbles, throughput, MFU, memory.\n";
-    return 0;
-  }
-  std::optional<sim::Calibration> calibration;
-  if (auto path = args.value("calibration")) calibration = sim::read_calibration(*path);
-  sim::Platform platform = calibration ? sim::calibrated_platform(*calibration, 1)
-                                       : sim::load_platform(args.get("platform", "dgx-a100"), args.get_int("nodes", 0, 0, 1 << 20));
-  if (auto c = args.value("collective")) {
-    if (*c != "ring" && *c != "hierarchical") throw UsageError("--collective '" + *c + "': expected ring or hierarchical");
-    platform.hierarchical_collectives = *c == "hierarchical";
-  }
-  if (args.flag("show-platform")) {
-    std::cout << sim::platform_to_json(platform).dump(2) << '\n';
-    return 0;
-  }
-  const auto wall0 = std::chrono::steady_clock::now();
+// --kernels: the kernels of the pipeline rank whose microbatch takes longest (it sets the
+// pipeline's pace).
+int print_kernels(const sim::SimPlan& plan, const sim::Platform& platform, const std::string& what) {
+  if (plan.kernels.empty()) throw UsageError("--kernels: a calibrated machine's ops are timed as measured, not by kernels");
+  auto microbatch = [&](size_t r) { return plan.forward_s[r] + plan.backward_input_s[r] + plan.backward_weight_s[r]; };
+  size_t slowest = 0;
+  for (size_t r = 1; r < plan.kernels.size(); ++r)
+    if (microbatch(r) > microbatch(slowest)) slowest = r;
+  std::printf("%s on %s: pipeline rank %zu (of %zu), one microbatch, one tensor-parallel rank\n", what.c_str(),
+              platform.name.c_str(), slowest, plan.kernels.size());
+  std::cout << sim::kernel_report(plan.kernels[slowest], platform);
+  return 0;
+}
 
-  if (args.value("allreduce")) {
-    const double bytes = number(args, "allreduce", 0);
-    const int n = args.get_int("ranks", 8, 1, 1 << 20);
-    if (n > platform.gpus()) throw core::UserError("--ranks " + std::to_string(n) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
-    for (const char* step_only : {"straggler", "slow-node", "jitter"})
-      if (args.value(step_only)) throw UsageError(std::string("--") + step_only + " applies to a step (--config or --uniform), not to --allreduce");
-    sim::add_nic_faults(platform, args.get("slow-nic", ""), args.get("failed-nic", ""), n);
-    const bool scatter = args.flag("reduce-scatter");
-    const double t = sim::simulate_ring_allreduce(bytes, n, platform, scatter);
-    if (args.flag("json")) std::cout << nlohmann::ordered_json{{scatter ? "reduce_scatter_s" : "allreduce_s", t}, {"bytes", bytes}, {"ranks", n}}.dump() << '\n';
-    else std::printf("ring %s of %.4g bytes over %d ranks: %.6g s\n", scatter ? "reduce-scatter" : "all-reduce", bytes, n, t);
-    return 0;
-  }
-
-  sim::SimPlan plan;
-  std::string what;
-  nlohmann::json plan_json;  // into the trace, so `quintnet bubble` can read its schedule
-  if (args.value("uniform")) {
-    const auto c = args.get_doubles("uniform", 2, 3);
-    const core::ScheduleKind kind = core::parse_schedule_kind(args.get("schedule", "1f1b"));
-    const int pp = args.get_int("pp", 4, 1, 4096), m = args.get_int("microbatches", 8, 1, 1 << 20);
-    const int v = args.get_int("chunks", kind == core::ScheduleKind::Interleaved ? 2 : 1, 1, 64);
-    if (pp > platform.gpus()) throw core::UserError("--pp " + std::to_string(pp) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
-    plan = sim::uniform_sim_plan(kind, pp, m, v, c[0], c[1], c.size() > 2 ? c[2] : 0.0, number(args, "p2p-bytes", 0));
-    plan_json = {{"schedule", core::schedule_kind_name(kind)}, {"pp", pp}, {"microbatches", m}, {"chunks", v}};
-    what = "uniform ops";
-  } else {
-    const auto config = args.value("config");
-    if (!config) throw UsageError("--config PLAN is required (or --uniform / --allreduce)");
-    const core::LoadedPlan loaded = core::load_plan(*config);
-    plan_json = loaded.plan.to_json();
-    plan = sim::checked_sim_plan(loaded.plan, platform, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24),
-                                 calibration ? &*calibration : nullptr);
-    what = plan.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
-    if (args.flag("kernels")) {
-      if (plan.kernels.empty()) throw UsageError("--kernels: a calibrated machine's ops are timed as measured, not by kernels");
-      size_t slowest = 0;  // the pipeline rank whose microbatch takes longest sets the pipeline's pace
-      for (size_t r = 0; r < plan.kernels.size(); ++r)
-        if (plan.forward_s[r] + plan.backward_input_s[r] + plan.backward_weight_s[r] >
-            plan.forward_s[slowest] + plan.backward_input_s[slowest] + plan.backward_weight_s[slowest])
-          slowest = r;
-      std::printf("%s on %s: pipeline rank %zu (of %zu), one microbatch, one tensor-parallel rank\n", what.c_str(),
-                  platform.name.c_str(), slowest, plan.kernels.size());
-      std::cout << sim::kernel_report(plan.kernels[slowest], platform);
-      return 0;
-    }
-  }
-
-  const int world = plan.schedule.pp * plan.tp * plan.dp;
-  sim::add_stragglers(platform, args.get("straggler", ""), args.get("slow-node", ""), world);
-  sim::add_nic_faults(platform, args.get("slow-nic", ""), args.get("failed-nic", ""), world);
-  platform.jitter = sim::parse_jitter(args.get("jitter", ""), static_cast<uint64_t>(args.get_int("seed", 1, 0, 1 << 30)));
-  const bool exact = args.flag("exact");
-  if (!args.get("trace", "").empty())
-    sim::check_simulation_fits(plan, true, !exact && sim::why_not_reducible(plan, platform).empty());
-  const sim::SimResult r = sim::simulate_step(plan, platform, exact);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  if (!args.get("trace", "").empty()) core::write_trace(sim::simulated_trace(r, platform, plan_json), args.get("trace", ""));
-  double measured = 0;
-  if (auto path = args.value("measured")) measured = core::median_step_time_us(core::read_trace(*path)) * 1e-6;
-  const nlohmann::ordered_json summary = sim::simulation_summary(plan, platform, r, wall, measured);
-  if (args.flag("json")) {
-    std::cout << summary.dump() << std::endl;
-    return 0;
-  }
+// The human-readable summary (what --json prints, in words).
+void print_summary(const std::string& what, const sim::SimPlan& plan, const sim::Platform& platform,
+                   const sim::SimResult& r, const nlohmann::ordered_json& summary, double measured, double wall,
+                   bool exact) {
   const double step = r.step_time_s, samples_s = summary["samples_per_s"], mfu = summary["mfu"];
   const double peak_memory = summary["peak_memory_bytes"], compute = summary["compute_fraction"],
                comm = summary["exposed_comm_fraction"];
@@ -180,6 +112,85 @@ int simulate(int argc, char** argv) {
   else if (plan.dp > 1 && !exact)
     std::printf("; all %d data-parallel replicas simulated: %s", plan.dp, sim::why_not_reducible(plan, platform).c_str());
   std::printf(")\n");
+}
+
+int simulate(int argc, char** argv) {
+  Args args("quintnet simulate", kOptions, argc, argv);
+  if (args.help_requested()) {
+    std::cout << args.usage("--config PLAN [--platform NAME|FILE] [--nodes N] [--model NAME] [--trace F] [--json]")
+              << "\nPredicts one training step with SimGrid: step time, bubbles, throughput, MFU, memory.\n";
+    return 0;
+  }
+  std::optional<sim::Calibration> calibration;
+  if (auto path = args.value("calibration")) calibration = sim::read_calibration(*path);
+  sim::Platform platform = calibration ? sim::calibrated_platform(*calibration, 1)
+                                       : sim::load_platform(args.get("platform", "dgx-a100"), args.get_int("nodes", 0, 0, 1 << 20));
+  if (auto c = args.value("collective")) {
+    if (*c != "ring" && *c != "hierarchical") throw UsageError("--collective '" + *c + "': expected ring or hierarchical");
+    platform.hierarchical_collectives = *c == "hierarchical";
+  }
+  if (args.flag("show-platform")) {
+    std::cout << sim::platform_to_json(platform).dump(2) << '\n';
+    return 0;
+  }
+  const auto wall0 = std::chrono::steady_clock::now();
+
+  if (args.value("allreduce")) {
+    const double bytes = number(args, "allreduce", 0);
+    const int n = args.get_int("ranks", 8, 1, 1 << 20);
+    if (n > platform.gpus()) throw core::UserError("--ranks " + std::to_string(n) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
+    for (const char* step_only : {"straggler", "slow-node", "jitter", "kernels"})
+      if (args.value(step_only)) throw UsageError(std::string("--") + step_only + " applies to a step (--config or --uniform), not to --allreduce");
+    sim::add_nic_faults(platform, args.get("slow-nic", ""), args.get("failed-nic", ""), n);
+    const bool scatter = args.flag("reduce-scatter");
+    const double t = sim::simulate_ring_allreduce(bytes, n, platform, scatter);
+    if (args.flag("json")) std::cout << nlohmann::ordered_json{{scatter ? "reduce_scatter_s" : "allreduce_s", t}, {"bytes", bytes}, {"ranks", n}}.dump() << '\n';
+    else std::printf("ring %s of %.4g bytes over %d ranks: %.6g s\n", scatter ? "reduce-scatter" : "all-reduce", bytes, n, t);
+    return 0;
+  }
+
+  sim::SimPlan plan;
+  std::string what;
+  nlohmann::json plan_json;  // into the trace, so `quintnet bubble` can read its schedule
+  if (args.value("uniform")) {
+    if (args.flag("kernels")) throw UsageError("--kernels lists a plan's kernels (--config), not --uniform op times");
+    const auto c = args.get_doubles("uniform", 2, 3);
+    const core::ScheduleKind kind = core::parse_schedule_kind(args.get("schedule", "1f1b"));
+    const int pp = args.get_int("pp", 4, 1, 4096), m = args.get_int("microbatches", 8, 1, 1 << 20);
+    const int v = args.get_int("chunks", kind == core::ScheduleKind::Interleaved ? 2 : 1, 1, 64);
+    if (pp > platform.gpus()) throw core::UserError("--pp " + std::to_string(pp) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
+    plan = sim::uniform_sim_plan(kind, pp, m, v, c[0], c[1], c.size() > 2 ? c[2] : 0.0, number(args, "p2p-bytes", 0));
+    plan_json = {{"schedule", core::schedule_kind_name(kind)}, {"pp", pp}, {"microbatches", m}, {"chunks", v}};
+    what = "uniform ops";
+  } else {
+    const auto config = args.value("config");
+    if (!config) throw UsageError("--config PLAN is required (or --uniform / --allreduce)");
+    const core::LoadedPlan loaded = core::load_plan(*config);
+    plan_json = loaded.plan.to_json();
+    plan = sim::checked_sim_plan(loaded.plan, platform, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24),
+                                 calibration ? &*calibration : nullptr);
+    what = plan.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
+    if (args.flag("kernels")) return print_kernels(plan, platform, what);
+  }
+
+  const int world = plan.schedule.pp * plan.tp * plan.dp;
+  sim::add_stragglers(platform, args.get("straggler", ""), args.get("slow-node", ""), world);
+  sim::add_nic_faults(platform, args.get("slow-nic", ""), args.get("failed-nic", ""), world);
+  platform.jitter = sim::parse_jitter(args.get("jitter", ""), static_cast<uint64_t>(args.get_int("seed", 1, 0, 1 << 30)));
+  const bool exact = args.flag("exact");
+  if (!args.get("trace", "").empty())
+    sim::check_simulation_fits(plan, true, !exact && sim::why_not_reducible(plan, platform).empty());
+  const sim::SimResult r = sim::simulate_step(plan, platform, exact);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  if (!args.get("trace", "").empty()) core::write_trace(sim::simulated_trace(r, platform, plan_json), args.get("trace", ""));
+  double measured = 0;
+  if (auto path = args.value("measured")) measured = core::median_step_time_us(core::read_trace(*path)) * 1e-6;
+  const nlohmann::ordered_json summary = sim::simulation_summary(plan, platform, r, wall, measured);
+  if (args.flag("json")) {
+    std::cout << summary.dump() << std::endl;
+    return 0;
+  }
+  print_summary(what, plan, platform, r, summary, measured, wall, exact);
   return 0;
 }
 
