@@ -1,6 +1,10 @@
 #include "exec/comm/communicator.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
+
+#include "exec/comm/store_backend.h"
 
 namespace quintnet::exec {
 namespace {
@@ -19,10 +23,34 @@ std::string join(const std::vector<std::string>& names) {
 
 }  // namespace
 
+namespace {
+
+// NCCL for CUDA and Gloo for the CPU, except where NCCL cannot serve — more ranks on a
+// node than it has GPUs ("Duplicate GPU detected") — or where asked (QN_COMM_BACKEND=store).
+std::string choose_backend(const RankEnv& env, const std::string& device_type) {
+  const char* asked = std::getenv("QN_COMM_BACKEND");
+  const std::string wanted = asked ? asked : "";
+  if (!wanted.empty() && wanted != "store" && wanted != "auto")
+    throw core::UserError("QN_COMM_BACKEND=" + wanted + ": choose store or auto");
+  if (wanted == "store") return "store";
+  if (device_type != "cuda") return "gloo";
+  const auto gpus = static_cast<int>(torch::cuda::device_count());
+  return gpus > 0 && env.local_world_size > gpus ? "store" : "nccl";
+}
+
+}  // namespace
+
 Communicator::Communicator(const RankEnv& env, const core::Mesh& mesh, const std::string& device_type,
                            std::chrono::milliseconds timeout)
-    : env_(env), mesh_(mesh), device_type_(device_type), timeout_(timeout) {
+    : env_(env), mesh_(mesh), device_type_(device_type), backend_(choose_backend(env, device_type)), timeout_(timeout) {
   mesh_.check_world_size(env.world_size);
+  if (backend_ == "store" && env.rank == 0 && env.world_size > 1)
+    std::cout << "note: collectives and pipeline messages go through host memory and the rendezvous store ("
+              << (device_type == "cuda" ? std::to_string(env.local_world_size) + " ranks share " +
+                                              std::to_string(torch::cuda::device_count()) +
+                                              " GPU(s) on this node, which NCCL refuses"
+                                        : std::string("QN_COMM_BACKEND=store"))
+              << "): exact, and slow" << std::endl;
   if (env.world_size > 1) connect_store();
   std::vector<int> all(env.world_size);
   for (int r = 0; r < env.world_size; ++r) all[r] = r;
@@ -97,7 +125,9 @@ Group Communicator::build_group(const std::string& name, const std::vector<int>&
   const std::string prefix = "group/" + name + "/" + std::to_string(ranks.front());
   auto store = make_prefix_store(prefix, store_);
   try {
-    if (device_type_ == "cuda")
+    if (backend_ == "store")
+      g.backend = make_store_backend(store, g.rank, g.size(), timeout_);
+    else if (backend_ == "nccl")
       g.backend = make_nccl(store, g.rank, g.size(), timeout_);
     else
       g.backend = make_gloo(store, g.rank, g.size(), timeout_, env_.single_node() ? "127.0.0.1" : "");

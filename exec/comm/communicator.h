@@ -71,8 +71,12 @@ class Communicator {
   // this member's part into `output`.  Only where can_reduce_scatter(input).
   c10::intrusive_ptr<c10d::Work> reduce_scatter_sum_async(Group& g, torch::Tensor& input, torch::Tensor& output);
   bool can_reduce_scatter(const torch::Tensor& t) const {
-    return has_reduce_scatter(device_type_ == "cuda") && !gloo_lacks_dtype(t);
+    return backend_ == "store" || (has_reduce_scatter(backend_ == "nccl") && !gloo_lacks_dtype(t));
   }
+  // The groups' backend: "nccl" (CUDA), "gloo" (CPU) or "store" (through host memory and
+  // the rendezvous store, exec/comm/store_backend.h: where several ranks share a GPU,
+  // which NCCL refuses, or QN_COMM_BACKEND=store).
+  const std::string& backend() const { return backend_; }
   void broadcast(Group& g, torch::Tensor& t, int root_index);
   // Concatenates each member's `t` along `dim`, in group order.
   torch::Tensor all_gather(Group& g, const torch::Tensor& t, int64_t dim);
@@ -96,6 +100,7 @@ class Communicator {
   RankEnv env_;
   core::Mesh mesh_;
   std::string device_type_;
+  std::string backend_;
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::Store> store_;
   Group world_;

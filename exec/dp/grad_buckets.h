@@ -51,9 +51,7 @@ class GradBuckets {
 
   int num_buckets() const { return static_cast<int>(buckets_.size()); }
   // Each bucket's range of the flat gradient buffer, in buffer order.
-  struct Range {
-    std::int64_t offset = 0, numel = 0;
-  };
+  using Range = FlatRange;
   std::vector<Range> ranges() const;
   // The last finished step's all-reduces, in launch order: for tests and traces.
   struct Launch {

@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
       for (auto& chunk : model->chunks) chunk.flat->zero_grad();
       const exec::StepStats stats = runner.train_step(inputs, labels);  // forward, backward, DP sync
       for (auto& opt : optimizers) opt->step(plan.learning_rate);
-      if (comm.rank() == 0) std::printf("strategy %s, step %d, loss %.4f\n", strategy->name().c_str(), step, stats.loss);
+      const double loss = stats.read().loss;  // waits for the step (the trainer reads a step late)
+      if (comm.rank() == 0) std::printf("strategy %s, step %d, loss %.4f\n", strategy->name().c_str(), step, loss);
     }
     return 0;
   });

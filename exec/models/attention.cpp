@@ -167,26 +167,34 @@ torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k
 
 bool sdpa_available() { return TORCH_VERSION_MAJOR >= 2; }
 
-torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal) {
+torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
+                             double dropout) {
 #if TORCH_VERSION_MAJOR >= 2
   // SDPA takes [B, H, T, d]: transposed views, no copies.
-  return at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), {}, 0.0, causal)
+  return at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), {}, dropout, causal)
       .transpose(1, 2)
       .contiguous();
 #else
-  (void)q, (void)k, (void)v, (void)causal;
+  (void)q, (void)k, (void)v, (void)causal, (void)dropout;
   throw std::logic_error("attention_sdpa: needs LibTorch 2.x (check sdpa_available())");
 #endif
 }
 
 torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
                              double dropout, bool training) {
-  if (training && dropout > 0.0) return composition(q, k, v, causal, dropout, training);
-  // LibTorch 2.x's fused kernels: on a GPU (flash / memory-efficient attention), and on
-  // the CPU for heads 64 wide or more, where its flash kernel beats ours (attention_bench
+  const double p = training ? dropout : 0.0;
+  // On a GPU, LibTorch 2.x's flash / memory-efficient kernels, dropout included: they
+  // draw the mask inside the kernel (Philox, from the CUDA generator, so full
+  // recomputation redraws it) and never write the [B, H, T, T] weights — the
+  // composition below wrote them in fp32, forward and backward, in every layer.
+  if (sdpa_available() && q.device().is_cuda()) return attention_sdpa(q, k, v, causal, p);
+  if (p > 0.0) return composition(q, k, v, causal, dropout, training);
+  // On the CPU for heads 64 wide or more its flash kernel beats ours (attention_bench
   // on 2.15, forward + backward: 5.8 vs 7.6 ms for GPT-2 124M's heads; ours wins on the
   // 16-wide heads of the ViT and the Brown GPT-2, 1.2 vs 1.4 ms and 0.75 vs 0.91 ms).
-  if (sdpa_available() && (q.device().is_cuda() || q.size(3) >= 64)) return attention_sdpa(q, k, v, causal);
+  // With dropout the CPU keeps the composition: its masks are the ones the equivalence
+  // tests and the recomputation draw alike.
+  if (sdpa_available() && q.size(3) >= 64) return attention_sdpa(q, k, v, causal);
   if (q.device().is_cpu() && q.scalar_type() == torch::kBFloat16) {
     // Under bf16 autocast: the kernel in fp32 on upcast copies (as LibTorch's own CPU
     // attention accumulates in fp32); the next projection casts its input back.

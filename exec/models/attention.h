@@ -7,9 +7,10 @@
 //
 // On the CPU without attention dropout, fp32 or bf16 (upcast to fp32: autocast), the
 // fused kernel of exec/kernels/attention_cpu runs (forward and backward; one pass per
-// head); with LibTorch 2.x, its scaled_dot_product_attention on CUDA and for heads 64
-// wide or more on the CPU (faster there, measured); anything else (dropout, CUDA on
-// 1.13) the composition of matmul, softmax and matmul.
+// head); with LibTorch 2.x, its scaled_dot_product_attention on CUDA (with attention
+// dropout too: flash / memory-efficient kernels) and for heads 64 wide or more on the
+// CPU without dropout (faster there, measured); anything else (dropout on the CPU,
+// CUDA on 1.13) the composition of matmul, softmax and matmul.
 // Both compute the same function; the test AttentionCore.* holds them together.
 //
 // Selective activation recomputation (plan `recompute: selective`, switched on by a
@@ -32,9 +33,11 @@ torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, con
 torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
                                   double dropout = 0.0, bool training = false);
 
-// LibTorch 2.x's scaled_dot_product_attention (no dropout), in the same layout.  Only
-// where sdpa_available(): the version check lives in attention.cpp.
+// LibTorch 2.x's scaled_dot_product_attention, in the same layout; `dropout` on the
+// attention weights (its own mask: SDPA draws it inside the kernel).  Only where
+// sdpa_available(): the version check lives in attention.cpp.
 bool sdpa_available();
-torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal);
+torch::Tensor attention_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
+                             double dropout = 0.0);
 
 }  // namespace quintnet::exec

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "exec/models/attention.h"
+#include "exec/models/chunked_cross_entropy.h"
 #include "exec/models/recompute.h"
 #include "exec/models/serial_state.h"
 #include "exec/models/safetensors.h"
@@ -90,17 +91,10 @@ torch::Tensor Gpt2Impl::token_loss(const torch::Tensor& local_logits, const torc
   const int64_t v = local_logits.size(-1);
   const torch::Tensor flat_targets = targets.reshape({-1});
   const torch::Tensor counted = (flat_targets >= 0).sum().clamp_min(1);
-  if (tp_.size() == 1) {
-    // The whole vocabulary is here: LibTorch's fused log-softmax + NLL (two passes over
-    // the [tokens, vocab] logits, one backward) instead of the vocabulary-parallel
-    // version's max/exp/sum/gather passes.  Negative targets (unscored tokens) count 0.
-    const torch::Tensor scored = flat_targets.masked_fill(flat_targets < 0, -100);
-    return torch::nn::functional::cross_entropy(
-               local_logits.reshape({-1, v}), scored,
-               torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum)) /
-           counted;
-  }
-  torch::Tensor per_token = vocab_parallel_cross_entropy(local_logits.reshape({-1, v}), flat_targets,
+  // The whole vocabulary is here: the blocked cross-entropy, on the logits as computed
+  // (bf16 under autocast): no fp32 copy of [tokens, vocab] (exec/models/chunked_cross_entropy.h).
+  if (tp_.size() == 1) return chunked_cross_entropy_sum(local_logits.reshape({-1, v}), flat_targets) / counted;
+  torch::Tensor per_token = vocab_parallel_cross_entropy(local_logits.to(torch::kFloat32).reshape({-1, v}), flat_targets,
                                                          wte_->shard().first, tp_);
   return per_token.sum() / counted;
 }

@@ -89,7 +89,8 @@ std::vector<torch::Tensor> ViTImpl::sequence_parallel_parameters() {
   return out;
 }
 
-StageLoss ViTImpl::loss(const torch::Tensor& logits, const torch::Tensor& labels) {
+StageLoss ViTImpl::loss(const torch::Tensor& output, const torch::Tensor& labels) {
+  const torch::Tensor logits = output.to(torch::kFloat32);  // fp32 under autocast too: ten classes cost nothing
   return {torch::nn::functional::cross_entropy(logits, labels), logits.argmax(1).eq(labels).sum(),
           static_cast<double>(labels.size(0))};
 }

@@ -1,6 +1,7 @@
 #include "exec/pp/pipeline_runner.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 
@@ -36,9 +37,11 @@ PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Co
 torch::Tensor PipelineRunner::stage_forward(int c, const torch::Tensor& input) {
   AutocastScope autocast(bf16_, input.device());
   RecomputeScope recompute(recompute_);
-  // fp32 out of the stage: a no-op without autocast; with it, the p2p buffers and the
-  // loss (computed outside the scope) stay fp32.
-  return model_.chunks[c].model->forward(input).to(torch::kFloat32);
+  // fp32 between stages: a no-op without autocast; with it, the p2p buffers stay fp32.
+  // The last stage's output goes to the loss as computed: each model's loss reads it in
+  // fp32 its own way (GPT-2 a block of rows at a time: no fp32 copy of its logits).
+  torch::Tensor out = model_.chunks[c].model->forward(input);
+  return model_.is_last(c) ? out : out.to(torch::kFloat32);
 }
 
 void PipelineRunner::forward(const core::Step& step) {
@@ -55,10 +58,10 @@ void PipelineRunner::forward(const core::Step& step) {
   if (model_.is_last(c)) {
     const StageLoss l = model_.chunks[c].model->loss(out, (*labels_)[mb]);
     slot.output = l.loss / schedule_.microbatches;
-    stats_[0] += slot.output.detach();
-    stats_[3 + mb] += l.loss.detach();
-    stats_[1] += l.correct;
-    stats_[2] += l.count;
+    stats_[StepStats::kLoss] += slot.output.detach();
+    stats_[StepStats::kFirstMicrobatchLoss + mb] += l.loss.detach();
+    stats_[StepStats::kCorrect] += l.correct;
+    stats_[StepStats::kSamples] += l.count;
   } else {
     slot.output = out;
   }
@@ -159,17 +162,19 @@ void PipelineRunner::trace(const core::Step& step, TraceRecorder::Clock::time_po
     tracer->recv(step.message->tag(schedule_), peer, end);
 }
 
-std::vector<double> PipelineRunner::share_from_last_stage(torch::Tensor stats) {
+StepStats::Read StepStats::read(const std::vector<double>& v) {
+  return {v[kLoss], v[kCorrect], v[kSamples], std::vector<double>(v.begin() + kFirstMicrobatchLoss, v.end())};
+}
+
+StepStats::Read StepStats::read() const {
+  const torch::Tensor cpu = figures.cpu().contiguous();
+  return read(std::vector<double>(cpu.data_ptr<double>(), cpu.data_ptr<double>() + cpu.numel()));
+}
+
+void PipelineRunner::share_from_last_stage(torch::Tensor& stats) {
   // The last stage computed the figures; everybody else learns them from it.
   const int last_rank = schedule_.rank_of_stage(schedule_.num_stages() - 1);
   comm_.broadcast(pp_, stats, last_rank);
-  const torch::Tensor cpu = stats.cpu().contiguous();
-  return std::vector<double>(cpu.data_ptr<double>(), cpu.data_ptr<double>() + cpu.numel());
-}
-
-StepStats PipelineRunner::step_stats(torch::Tensor stats) {
-  const std::vector<double> v = share_from_last_stage(std::move(stats));
-  return {v[0], v[1], v[2], std::vector<double>(v.begin() + 3, v.end())};
 }
 
 StepStats PipelineRunner::train_step_side_by_side(const std::vector<torch::Tensor>& inputs,
@@ -204,15 +209,16 @@ StepStats PipelineRunner::train_step_side_by_side(const std::vector<torch::Tenso
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < done.size(); ++i) {
       const Microbatch& d = done[i];
-      stats[0] += d.scaled_loss;
-      stats[3 + first + static_cast<int>(i)] += d.loss;
-      stats[1] += d.correct;
-      stats[2] += d.count;
+      stats[StepStats::kLoss] += d.scaled_loss;
+      stats[StepStats::kFirstMicrobatchLoss + first + static_cast<int>(i)] += d.loss;
+      stats[StepStats::kCorrect] += d.correct;
+      stats[StepStats::kSamples] += d.count;
       for (size_t j = 0; j < params.size(); ++j)
         if (d.grads[j].defined()) params[j].grad().add_(d.grads[j]);
     }
   }
-  return step_stats(stats);
+  share_from_last_stage(stats);
+  return {stats};
 }
 
 StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels) {
@@ -222,6 +228,7 @@ StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, c
   inputs_ = &inputs;
   labels_ = &labels;
   for (const core::Step& step : steps_) {
+    RECORD_USER_SCOPE(step.name);  // the action frames its ops in a profile (--profile, --nvtx)
     core::run_step(step, *this);
     // After the action, not before: by then the transport's thread has surely marked the
     // send done, so the wait does not stall on it.
@@ -232,7 +239,9 @@ StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, c
   slots_.clear();
   inputs_ = labels_ = nullptr;
   sync_tied_gradients();
-  return step_stats(std::exchange(stats_, torch::Tensor()));
+  torch::Tensor stats = std::exchange(stats_, torch::Tensor());
+  share_from_last_stage(stats);
+  return {stats};
 }
 
 void PipelineRunner::sync_tied_gradients() {
@@ -287,8 +296,9 @@ EvalStats PipelineRunner::evaluate(const torch::Tensor& input, const torch::Tens
                  "pipeline send");
     }
   }
-  const std::vector<double> v = share_from_last_stage(stats);
-  return {v[0], v[1], v[2]};
+  share_from_last_stage(stats);
+  const torch::Tensor v = stats.cpu();
+  return {v[0].item<double>(), v[1].item<double>(), v[2].item<double>()};
 }
 
 }  // namespace quintnet::exec

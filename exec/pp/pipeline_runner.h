@@ -23,12 +23,22 @@
 
 namespace quintnet::exec {
 
-// Per-step figures shared by every pp rank (the last stage computes them).
+// Per-step figures shared by every pp rank (the last stage computes them).  They stay
+// on the device: reading them waits for the step, so the trainer reads them a step late
+// (exec/train/pending_figures.h); read() is for callers that may wait.
 struct StepStats {
-  double loss = 0.0;     // mean over the microbatches of this rank's dp shard
-  double correct = 0.0;  // samples classified right
-  double samples = 0.0;
-  std::vector<double> mb_losses;  // per microbatch, in microbatch order
+  // float64 [3 + microbatches]: at these indices, then one loss per microbatch.
+  enum Index { kLoss = 0, kCorrect = 1, kSamples = 2, kFirstMicrobatchLoss = 3 };
+  torch::Tensor figures;
+
+  struct Read {
+    double loss = 0.0;     // mean over the microbatches of this rank's dp shard
+    double correct = 0.0;  // samples classified right
+    double samples = 0.0;
+    std::vector<double> mb_losses;  // per microbatch, in microbatch order
+  };
+  static Read read(const std::vector<double>& figures);
+  Read read() const;
 };
 
 // One evaluation batch's figures, summed: the caller divides once, over all batches.
@@ -77,9 +87,8 @@ class PipelineRunner : private core::ScheduleHandler {
 
   torch::Tensor stage_forward(int c, const torch::Tensor& input);  // chunk c's model, under autocast with bf16
   StepStats train_step_side_by_side(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels);
-  // The last stage's figures (a float64 tensor), broadcast to every pp rank.
-  std::vector<double> share_from_last_stage(torch::Tensor stats);
-  StepStats step_stats(torch::Tensor stats);  // {loss, correct, samples, per-mb losses...}
+  // The last stage's figures (a float64 tensor), broadcast to every pp rank, in place.
+  void share_from_last_stage(torch::Tensor& stats);
   void sync_tied_gradients();
 
   core::Schedule schedule_;

@@ -1,6 +1,10 @@
 #include "exec/train/flat_parameters.h"
 
 #include <cmath>
+#include <optional>
+#include <stdexcept>
+
+#include <torch/version.h>
 
 #include "exec/dp/zero_shards.h"
 
@@ -17,7 +21,6 @@ FlatParameters::FlatParameters(torch::nn::Module& model, const std::map<std::str
   const auto options = named.is_empty() ? torch::TensorOptions() : named[0].value().options();
   params_ = torch::empty({total}, options);
   grads_ = torch::zeros({total}, options);
-  sharded_mask_ = torch::zeros({total}, options);
   torch::NoGradGuard no_grad;
   for (Slot& s : slots_) {
     torch::Tensor view = params_.narrow(0, s.offset, s.numel).view(s.param.sizes());
@@ -25,32 +28,74 @@ FlatParameters::FlatParameters(torch::nn::Module& model, const std::map<std::str
     s.param.set_data(view);
     // A defined gradient is accumulated into in place by autograd: into our buffer.
     s.param.mutable_grad() = grads_.narrow(0, s.offset, s.numel).view(s.param.sizes());
-    if (sharded.count(s.name)) sharded_mask_.narrow(0, s.offset, s.numel).fill_(1);
+    if (!sharded.count(s.name)) continue;
+    if (!sharded_ranges_.empty() && sharded_ranges_.back().offset + sharded_ranges_.back().numel == s.offset)
+      sharded_ranges_.back().numel += s.numel;
+    else
+      sharded_ranges_.push_back({s.offset, s.numel});
   }
 }
 
-FlatAdamW::FlatAdamW(FlatParameters& flat, double weight_decay, std::shared_ptr<ZeroShards> shards, double beta1,
-                     double beta2, double eps)
-    : flat_(flat), weight_decay_(weight_decay), beta1_(beta1), beta2_(beta2), eps_(eps), shards_(std::move(shards)) {
-  const int64_t held = shards_ ? shards_->numel() : flat.params().numel();
-  exp_avg_ = torch::zeros({held}, flat.params().options());
-  exp_avg_sq_ = torch::zeros({held}, flat.params().options());
+bool FlatAdamW::fused_available() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return true;
+#else
+  return false;
+#endif
 }
 
-void FlatAdamW::step(double lr) {
+FlatAdamW::FlatAdamW(FlatParameters& flat, double weight_decay, std::shared_ptr<ZeroShards> shards, Kernel kernel,
+                     double beta1, double beta2, double eps)
+    : flat_(flat), weight_decay_(weight_decay), beta1_(beta1), beta2_(beta2), eps_(eps), shards_(std::move(shards)) {
+  const torch::TensorOptions options = flat.params().options();
+  if (kernel == Kernel::Fused && !fused_available())
+    throw std::invalid_argument("FlatAdamW: the fused kernel needs LibTorch 2.4 or later");
+  fused_ = kernel == Kernel::Fused || (kernel == Kernel::Automatic && fused_available() && options.device().is_cuda());
+  const int64_t held = shards_ ? shards_->numel() : flat.params().numel();
+  exp_avg_ = torch::zeros({held}, options);
+  exp_avg_sq_ = torch::zeros({held}, options);
+  if (fused_) device_steps_ = torch::zeros({}, options.dtype(torch::kFloat32));
+}
+
+long FlatAdamW::steps() const { return fused_ ? std::lround(device_steps_.item<double>()) : step_; }
+
+void FlatAdamW::set_steps(long steps) {
+  step_ = steps;
+  if (fused_) device_steps_.fill_(static_cast<double>(steps));
+}
+
+void FlatAdamW::step(double lr, const torch::Tensor& skip) {
   torch::NoGradGuard no_grad;
-  ++step_;
+  if (!fused_) {
+    if (skip.defined() && skip.item<bool>()) return;
+    ++step_;
+  }
   if (!shards_) {
-    update(flat_.params(), flat_.grads(), lr);
+    update(flat_.params(), flat_.grads(), lr, skip);
     return;
   }
   torch::Tensor p = shards_->take(flat_.params());
-  update(p, shards_->take(flat_.grads()), lr);
+  update(p, shards_->take(flat_.grads()), lr, skip);
   shards_->put(p, flat_.params());
   shards_->all_gather(flat_.params());
 }
 
-void FlatAdamW::update(torch::Tensor& p, const torch::Tensor& g, double lr) {
+void FlatAdamW::update(torch::Tensor& p, const torch::Tensor& g, double lr, const torch::Tensor& skip) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  if (fused_) {
+    // As torch.optim.AdamW(fused=True) drives it: the count goes up before the kernel
+    // (which reads it for the bias corrections) and back down where the step was skipped.
+    device_steps_.add_(1);
+    std::optional<torch::Tensor> found_inf;
+    if (skip.defined()) found_inf = skip.to(torch::kFloat32).reshape({});
+    at::_fused_adamw_({p}, {g}, {exp_avg_}, {exp_avg_sq_}, {}, {device_steps_}, lr, beta1_, beta2_, weight_decay_, eps_,
+                      /*amsgrad=*/false, /*maximize=*/false, std::nullopt, found_inf);
+    if (found_inf) device_steps_.sub_(*found_inf);
+    return;
+  }
+#else
+  (void)skip;
+#endif
   p.mul_(1.0 - lr * weight_decay_);
   exp_avg_.mul_(beta1_).add_(g, 1.0 - beta1_);
   exp_avg_sq_.mul_(beta2_).addcmul_(g, g, 1.0 - beta2_);

@@ -21,6 +21,11 @@ namespace quintnet::exec {
 
 class ZeroShards;
 
+// A range of elements of a flat buffer.
+struct FlatRange {
+  std::int64_t offset = 0, numel = 0;
+};
+
 class FlatParameters {
  public:
   struct Slot {
@@ -36,28 +41,40 @@ class FlatParameters {
   torch::Tensor& params() { return params_; }
   torch::Tensor& grads() { return grads_; }
   const std::vector<Slot>& slots() const { return slots_; }
-  // 1 for elements of tensor-parallel shards, 0 for replicated ones.
-  const torch::Tensor& sharded_mask() const { return sharded_mask_; }
+  // The elements of tensor-parallel shards, as few ranges as cover them (in buffer order);
+  // the rest are replicated on every tp rank.
+  const std::vector<FlatRange>& sharded_ranges() const { return sharded_ranges_; }
 
   void zero_grad() { grads_.zero_(); }
 
  private:
-  torch::Tensor params_, grads_, sharded_mask_;
+  torch::Tensor params_, grads_;
   std::vector<Slot> slots_;
+  std::vector<FlatRange> sharded_ranges_;
 };
 
 // AdamW (decoupled weight decay, bias correction: the same arithmetic as
-// torch::optim::AdamW) over the flat buffers: a dozen tensor operations per step.
+// torch::optim::AdamW) over the flat buffers.  Two kernels compute it:
+//  - flat: a dozen tensor operations per step over the whole buffer (the CPU's: there
+//    they beat LibTorch 1.13's per-parameter loop, and a GPU-less build has nothing else);
+//  - fused: LibTorch 2.x's _fused_adamw_, one kernel reading each element once, which
+//    also skips the step on the device when told to (the GPU's: no host round trip).
 // With ZeRO-1 shards (plan `zero_stage: 1`) it keeps the moments of this dp rank's
 // pieces only, updates those parameters and all-gathers the rest from the other ranks.
 class FlatAdamW {
  public:
+  enum class Kernel { Automatic, Flat, Fused };  // Automatic: fused on CUDA where LibTorch has it
   FlatAdamW(FlatParameters& flat, double weight_decay, std::shared_ptr<ZeroShards> shards = nullptr,
-            double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8);
-  void step(double lr);
+            Kernel kernel = Kernel::Automatic, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8);
+  // One step; `skip` (a bool tensor on the parameters' device; undefined: never) leaves
+  // parameters, moments and the step count as they were — decided on the device by the
+  // fused kernel; the flat one reads it, which costs nothing on the CPU.
+  void step(double lr, const torch::Tensor& skip = {});
+  bool fused() const { return fused_; }
+  static bool fused_available();  // LibTorch has _fused_adamw_ (2.4 and later: CPU and CUDA)
 
-  long steps() const { return step_; }
-  void set_steps(long steps) { step_ = steps; }  // resuming from a checkpoint
+  long steps() const;  // steps taken (skipped ones not counted); reads the device's count
+  void set_steps(long steps);  // resuming from a checkpoint
   // The moments this rank holds (checkpoints): one piece covering the whole buffer, or
   // under ZeRO-1 this rank's pieces.  No communication.
   struct MomentPiece {
@@ -71,12 +88,14 @@ class FlatAdamW {
   std::int64_t state_bytes() const;
 
  private:
-  void update(torch::Tensor& p, const torch::Tensor& g, double lr);
+  void update(torch::Tensor& p, const torch::Tensor& g, double lr, const torch::Tensor& skip);
 
   FlatParameters& flat_;
   double weight_decay_, beta1_, beta2_, eps_;
   std::shared_ptr<ZeroShards> shards_;  // null: this rank updates every parameter
-  long step_ = 0;
+  bool fused_ = false;
+  long step_ = 0;                  // the flat kernel's count
+  torch::Tensor device_steps_;     // the fused kernel's: a float on the device, as it reads it
   torch::Tensor exp_avg_, exp_avg_sq_;  // the whole buffer's, or this rank's pieces'
 };
 

@@ -15,6 +15,7 @@
 #include "exec/comm/communicator.h"
 #include "exec/launch/rank_env.h"
 #include "exec/train/cpu_allocator.h"
+#include "exec/train/step_profiler.h"
 #include "exec/train/trainer.h"
 
 namespace {
@@ -34,6 +35,10 @@ const std::vector<OptionSpec> kOptions = {
     {"save-params", "FILE", "write the final parameters in serial layout (torch pickle)"},
     {"trace", "FILE", "write a Chrome/Perfetto trace of a few steps (all ranks, merged)"},
     {"trace-steps", "N", "steps to trace, from the second step on [3]"},
+    {"profile", "DIR", "LibTorch's profiler over a few steps: per-op self times (DIR/ops.rankR.tsv) and its trace"},
+    {"profile-steps", "N", "steps to profile, from the second step on [3]"},
+    {"tf32", "", "CUDA, precision fp32: matrix products in TensorFloat-32 (torch.backends.cuda.matmul.allow_tf32)"},
+    {"nvtx", "", "CUDA: an NVTX range per op and per schedule action, for Nsight Systems (nsys profile ...)"},
     {"checkpoint-dir", "DIR", "write checkpoints to DIR (per-rank shards + manifest; at the end and every N steps)"},
     {"checkpoint-every", "N", "steps between checkpoints [0: only at the end]"},
     {"checkpoint-keep", "N", "complete checkpoints kept in DIR, the newest [3; 0 keeps all]"},
@@ -83,6 +88,11 @@ int train(int argc, char** argv) {
   options.save_params_path = args.get("save-params", "");
   options.trace_path = args.get("trace", "");
   options.trace_steps = args.get_int("trace-steps", 3, 1, 1000);
+  options.profile_dir = args.get("profile", "");
+  options.profile_steps = args.get_int("profile-steps", 3, 1, 1000);
+  if (args.flag("nvtx")) exec::enable_nvtx_ranges();
+  // TF32 keeps fp32's range with a 10-bit mantissa: ~8x the fp32 rate on tensor cores.
+  if (args.flag("tf32")) at::globalContext().setFloat32MatmulPrecision("high");
   options.checkpoint_dir = args.get("checkpoint-dir", "");
   options.checkpoint_every = args.get_int("checkpoint-every", 0, 0, 1 << 30);
   options.checkpoint_keep = args.get_int("checkpoint-keep", 3, 0, 1 << 20);

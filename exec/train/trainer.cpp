@@ -1,11 +1,14 @@
 #include "exec/train/trainer.h"
 
+#include <ATen/record_function.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "core/atomic_file.h"
@@ -22,10 +25,13 @@
 #include "exec/trace/trace_recorder.h"
 #include "exec/train/checkpointer.h"
 #include "exec/train/lr_schedule.h"
+#include "exec/train/grad_norm.h"
 #include "exec/train/memory_report.h"
+#include "exec/train/pending_figures.h"
 #include "exec/train/progress.h"
 #include "exec/train/run_log.h"
 #include "exec/train/run_trace.h"
+#include "exec/train/step_profiler.h"
 
 namespace quintnet::exec {
 namespace {
@@ -66,45 +72,84 @@ void maybe_poison_gradients(int rank, long step, ParallelModel& pm) {
 
 }  // namespace
 
+// The parts of one run, built once by start(); the loop in run() goes through them.
+struct Trainer::Run {
+  Run(const ModelEntry& entry, std::unique_ptr<TrainingData> training_data, const core::Plan& p)
+      : model(entry), data(std::move(training_data)), sampler(data->train_size(), p.batch_size, p.seed) {}
+
+  const ModelEntry& model;
+  std::unique_ptr<TrainingData> data;
+  std::unique_ptr<ParallelModel> pm;  // this rank's part of the model
+  Optimizers optimizers;              // one per chunk
+  core::Schedule schedule;
+  int64_t tokens = 0;  // the activations between stages: [micro-batch, tokens, hidden]
+  std::unique_ptr<PipelineRunner> runner;
+  BatchSampler sampler;
+  long per_epoch = 0, total_steps = 0;
+  long last_step = 0;  // total_steps, or --stop-at-step
+  int epochs = 0;
+  std::unique_ptr<RunLog> log;
+  std::unique_ptr<RunTrace> trace;
+  std::unique_ptr<StepProfiler> profiler;
+  std::unique_ptr<Checkpointer> checkpoints;
+  Manifest state;  // steps done, early-stopping state, the epoch so far: what a checkpoint records
+  std::optional<Progress> progress;  // the current epoch's progress line
+  torch::Tensor epoch_stats;  // the current epoch on this dp shard: loss x samples, correct, samples
+  double samples_done = 0;
+  // Activation memory: the first step's (it may allocate what later steps reuse) and the
+  // most of any later one.
+  long steps_run = 0;
+  std::size_t first_step_activations = 0, activation_peak = 0;
+  Clock::time_point train_start;
+  TrainResult result;
+};
+
 Trainer::Trainer(const core::Plan& plan, Communicator& comm, TrainOptions options)
     : plan_(plan), comm_(comm), options_(std::move(options)), is_logger_(comm.rank() == 0),
-      device_(plan.device_type == "cuda" ? torch::Device(torch::kCUDA, comm.env().local_rank) : torch::Device(torch::kCPU)) {
-  if (device_.is_cuda() && !torch::cuda::is_available())
+      device_(torch::kCPU) {
+  if (plan.device_type != "cuda") return;
+  if (!torch::cuda::is_available())
     throw core::UserError("device_type: cuda, but no CUDA device is available to this process; set device_type: cpu");
+  // One GPU per local rank; where there are fewer GPUs than ranks they share them (the
+  // communicator then goes through host memory: NCCL refuses two ranks on one GPU).
+  const auto gpus = static_cast<int>(torch::cuda::device_count());
+  device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(comm.env().local_rank % gpus));
 }
 
-double Trainer::gradient_norm(ParallelModel& pm) {
+torch::Tensor Trainer::gradient_norm(ParallelModel& pm, torch::Tensor& this_rank_nonfinite) {
   // ‖g‖² = Σ over pipeline stages of [Σ over tp-sharded parameters (summed over the
   // tp group) + Σ over replicated ones (identical on every tp rank, counted once)].
   // Under ZeRO-1's reduce-scatter each dp rank holds only its pieces' averaged gradients:
   // it counts those, and the dp ranks' sums add up to the whole.
   torch::NoGradGuard no_grad;
-  torch::Tensor sharded = torch::zeros({1}, stats_options()), replicated = torch::zeros({1}, stats_options());
+  const bool tp_sharded = comm_.axis("tp").size() > 1;  // else the split does not matter
+  torch::Tensor sharded = torch::zeros({}, stats_options()), replicated = torch::zeros({}, stats_options());
   bool pieces = false;
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
     auto& chunk = pm.chunks[c];
+    const torch::Tensor& grads = chunk.flat->grads();
     const ZeroShards* scattered = chunk.dp ? chunk.dp->scattered_to() : nullptr;
     pieces = pieces || scattered;
-    const torch::Tensor grads = scattered ? scattered->owned(chunk.flat->grads()) : chunk.flat->grads();
-    const torch::Tensor sq = grads.to(torch::kFloat64).square();
-    const torch::Tensor s = (sq * chunk.flat->sharded_mask()).sum();
+    const std::vector<FlatRange> counted = scattered ? scattered->pieces() : std::vector<FlatRange>{{0, grads.numel()}};
+    const torch::Tensor all = sum_of_squares(grads, counted);
+    const torch::Tensor s = tp_sharded ? sum_of_squares(grads, intersect(chunk.flat->sharded_ranges(), counted))
+                                       : torch::zeros({}, stats_options());
     sharded += s;
-    replicated += sq.sum() - s;
+    replicated += all - s;
     // A tied parameter (GPT-2's vocabulary-parallel embedding) is one parameter held by
     // the first and the last stage: count it once, on the first.
     if (pm.is_last(static_cast<int>(c)) && !pm.is_first(static_cast<int>(c)))
       for (const torch::Tensor& p : chunk.model->tied_parameters())
         for (const auto& slot : chunk.flat->slots())
-          if (slot.param.is_same(p)) sharded -= sq.narrow(0, slot.offset, slot.numel).sum();
+          if (slot.param.is_same(p)) sharded -= sum_of_squares(grads, intersect({{slot.offset, slot.numel}}, counted));
   }
+  this_rank_nonfinite = (sharded + replicated).isfinite().logical_not();
   comm_.all_reduce_sum(comm_.axis("tp"), sharded);
   torch::Tensor total = sharded + replicated;
   comm_.all_reduce_sum(comm_.axis("pp"), total);
   if (pieces) comm_.all_reduce_sum(comm_.axis("dp"), total);
-  // Rounding can leave the tied correction a hair below zero; a NaN must stay NaN
-  // (std::max(0.0, NaN) would call it 0).
-  const double squared = total.item<double>();
-  return squared < 0 ? 0.0 : std::sqrt(squared);
+  // Rounding can leave the tied correction a hair below zero; a NaN stays NaN.
+  return total.clamp_min(0.0).sqrt();
 }
 
 void Trainer::sum_sequence_parallel_gradients(ParallelModel& pm) {
@@ -125,10 +170,13 @@ void Trainer::sum_sequence_parallel_gradients(ParallelModel& pm) {
   }
 }
 
-void Trainer::clip_gradients(ParallelModel& pm, double norm) {
+void Trainer::clip_gradients(ParallelModel& pm, const torch::Tensor& norm) {
   torch::NoGradGuard no_grad;
-  if (plan_.max_grad_norm > 0 && norm > plan_.max_grad_norm)
-    for (auto& chunk : pm.chunks) chunk.flat->grads().mul_(plan_.max_grad_norm / (norm + 1e-6));
+  if (plan_.max_grad_norm <= 0) return;
+  // On the device: a factor of 1 leaves the gradients as they are, bit for bit.
+  const double max = plan_.max_grad_norm;
+  const torch::Tensor factor = torch::where(norm > max, max / (norm + 1e-6), torch::ones_like(norm));
+  for (auto& chunk : pm.chunks) chunk.flat->grads().mul_(factor.to(torch::kFloat32));
 }
 
 Trainer::Evaluation Trainer::evaluate(PipelineRunner& runner, ParallelModel& pm, const TrainingData& data) {
@@ -166,48 +214,47 @@ void Trainer::save_params(ParallelModel& pm) {
   core::write_file_atomically(path, std::string(bytes.begin(), bytes.end()));
 }
 
-Trainer::StepOutcome Trainer::train_step(PipelineRunner& runner, ParallelModel& pm,
-                                         std::vector<std::unique_ptr<FlatAdamW>>& optimizers, RunTrace& trace,
-                                         const std::vector<torch::Tensor>& inputs,
-                                         const std::vector<torch::Tensor>& labels, long step, double lr) {
+Trainer::QueuedStep Trainer::train_step(Run& r, const std::vector<torch::Tensor>& inputs,
+                                        const std::vector<torch::Tensor>& labels, long step, double lr) {
+  ParallelModel& pm = *r.pm;
   for (auto& chunk : pm.chunks) chunk.flat->zero_grad();
-  StepOutcome out;
+  QueuedStep q;
+  q.step = step;
+  q.lr = lr;
   const ActivationPeak activations(device_);
-  out.stats = runner.train_step(inputs, labels);
-  out.activation_bytes = activations.bytes();
+  const StepStats stats = r.runner->train_step(inputs, labels);
+  q.activation_bytes = activations.bytes();
   if (pm.tp.sequence_parallel) sum_sequence_parallel_gradients(pm);
   maybe_poison_gradients(comm_.rank(), step, pm);
   const auto optimizer_start = TraceRecorder::Clock::now();
-  out.grad_norm = gradient_norm(pm);  // over tp and pp
-  // The loss of the global batch (the mean over dp replicas) and whether any replica's
-  // gradient norm is not finite, in one all-reduce: every rank then decides alike,
-  // even when dp replicas disagree (they hold equal gradients unless something broke).
+  RECORD_USER_SCOPE("OPTIMIZER_STEP");  // clipping and AdamW, in a profile
+  torch::Tensor this_rank_nonfinite;
+  const torch::Tensor norm = gradient_norm(pm, this_rank_nonfinite);  // over tp and pp
+  // The loss of the global batch (summed over dp replicas) and how many replicas' gradient
+  // norms are not finite, in one all-reduce: every rank then decides alike, even when dp
+  // replicas disagree (they hold equal gradients unless something broke).
   Group& dp = comm_.axis("dp");
-  torch::Tensor reduced = torch::zeros({2}, stats_options());
-  reduced[0] = out.stats.loss;
-  reduced[1] = std::isfinite(out.grad_norm) ? 0.0 : 1.0;
+  torch::Tensor reduced = torch::stack({stats.figures[StepStats::kLoss], norm.isfinite().logical_not().to(torch::kFloat64)});
   comm_.all_reduce_sum(dp, reduced);
-  out.global_loss = reduced[0].item<double>() / dp.size();
-  if (!std::isfinite(out.global_loss) || reduced[1].item<double>() > 0) {
-    out.nonfinite = describe_nonfinite(pm, out, step);
-    return out;
-  }
-  clip_gradients(pm, out.grad_norm);
-  for (auto& opt : optimizers) opt->step(lr);
-  trace.optimizer(optimizer_start);
-  return out;
+  const torch::Tensor skip = reduced[1].gt(0).logical_or(reduced[0].isfinite().logical_not());
+  clip_gradients(pm, norm);
+  for (auto& opt : r.optimizers) opt->step(lr, skip);
+  r.trace->optimizer(optimizer_start);
+  q.figures = std::make_unique<PendingFigures>(
+      torch::cat({reduced, norm.reshape({1}), this_rank_nonfinite.to(torch::kFloat64).reshape({1}), stats.figures}));
+  return q;
 }
 
-std::string Trainer::describe_nonfinite(ParallelModel& pm, const StepOutcome& out, long step) {
+std::string Trainer::describe_nonfinite(long step, double loss, double norm, bool this_rank) {
   torch::Tensor bad = torch::zeros({comm_.world_size()}, stats_options());
-  for (auto& chunk : pm.chunks)
-    if (!chunk.flat->grads().isfinite().all().item<bool>()) bad[comm_.rank()] = 1.0;
+  if (this_rank) bad[comm_.rank()] = 1.0;
   comm_.all_reduce_sum(comm_.world(), bad);
+  const torch::Tensor on_host = bad.cpu();
   std::string ranks;
   for (int r = 0; r < comm_.world_size(); ++r)
-    if (bad[r].item<double>() > 0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    if (on_host[r].item<double>() > 0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
   std::ostringstream msg;
-  msg << "step " << step + 1 << ": the loss is " << out.global_loss << " and the gradient norm " << out.grad_norm;
+  msg << "step " << step + 1 << ": the loss is " << loss << " and the gradient norm " << norm;
   if (!ranks.empty()) msg << " (gradients not finite on rank" << (ranks.find(',') != std::string::npos ? "s " : " ") << ranks << ")";
   return msg.str();
 }
@@ -224,37 +271,6 @@ bool Trainer::no_longer_improving(double val_loss, Manifest& state, RunLog& log)
   }
   return false;
 }
-
-// The parts of one run, built once by start(); the loop in run() goes through them.
-struct Trainer::Run {
-  Run(const ModelEntry& entry, std::unique_ptr<TrainingData> training_data, const core::Plan& p)
-      : model(entry), data(std::move(training_data)), sampler(data->train_size(), p.batch_size, p.seed) {}
-
-  const ModelEntry& model;
-  std::unique_ptr<TrainingData> data;
-  std::unique_ptr<ParallelModel> pm;  // this rank's part of the model
-  Optimizers optimizers;              // one per chunk
-  core::Schedule schedule;
-  int64_t tokens = 0;  // the activations between stages: [micro-batch, tokens, hidden]
-  std::unique_ptr<PipelineRunner> runner;
-  BatchSampler sampler;
-  long per_epoch = 0, total_steps = 0;
-  long last_step = 0;  // total_steps, or --stop-at-step
-  int epochs = 0;
-  std::unique_ptr<RunLog> log;
-  std::unique_ptr<RunTrace> trace;
-  std::unique_ptr<Checkpointer> checkpoints;
-  Manifest state;  // steps done, early-stopping state, the epoch so far: what a checkpoint records
-  std::optional<Progress> progress;  // the current epoch's progress line
-  torch::Tensor epoch_stats;  // the current epoch on this dp shard: loss x samples, correct, samples
-  double samples_done = 0;
-  // Activation memory: the first step's (it may allocate what later steps reuse) and the
-  // most of any later one.
-  long steps_run = 0;
-  std::size_t first_step_activations = 0, activation_peak = 0;
-  Clock::time_point train_start;
-  TrainResult result;
-};
 
 std::unique_ptr<Trainer::Run> Trainer::start() {
   const core::Plan& p = plan_;
@@ -303,6 +319,8 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   r->epochs = static_cast<int>((r->total_steps + r->per_epoch - 1) / r->per_epoch);
 
   r->trace = std::make_unique<RunTrace>(options_, comm_, device_, r->total_steps, p.to_json());
+  r->profiler = std::make_unique<StepProfiler>(options_.profile_dir, options_.profile_steps, r->total_steps, comm_.rank(),
+                                               device_.is_cuda());
   r->log = std::make_unique<RunLog>(p, options_, is_logger_);
   r->log->start(*r->data, r->per_epoch, side_by_side);
   if (p.zero_stage == 1) {
@@ -333,11 +351,13 @@ bool Trainer::run_epoch(Run& r, int epoch) {
   if (first_k > 0 && dp.rank == 0)
     for (int i = 0; i < 3; ++i) r.epoch_stats[i] = r.state.epoch_stats[i];
 
+  std::optional<QueuedStep> queued;  // the step whose figures the host has not read yet
   long k = first_k;
   for (; k < r.per_epoch && r.state.step < r.last_step; ++k) {
     const long step = r.state.step;
     const double lr = learning_rate_at(step, r.total_steps, p.warmup_steps, p.learning_rate);
     r.trace->begin_step(step);
+    r.profiler->begin_step(step);
     comm_.set_step(step + 1);
     std::vector<torch::Tensor> inputs, labels;
     for (int j = 0; j < m; ++j) {
@@ -345,47 +365,67 @@ bool Trainer::run_epoch(Run& r, int epoch) {
       inputs.push_back(x);
       labels.push_back(y);
     }
-    const StepOutcome s = train_step(*r.runner, *r.pm, r.optimizers, *r.trace, inputs, labels, step, lr);
-    if (r.steps_run++ == 0)
-      r.first_step_activations = s.activation_bytes;
-    else
-      r.activation_peak = std::max(r.activation_peak, s.activation_bytes);
-    if (!s.nonfinite.empty()) {
-      skip_or_stop(r, s);
-    } else {
-      r.epoch_stats[0] += s.stats.loss * s.stats.samples;
-      r.epoch_stats[1] += s.stats.correct;
-      r.epoch_stats[2] += s.stats.samples;
-      r.result.final_train_loss = s.global_loss;
-    }
-    r.samples_done += p.batch_size;
-    r.log->step(step + 1, epoch + 1, s.global_loss, lr, s.grad_norm,
-                r.samples_done / std::max(1e-9, seconds_since(r.train_start)), s.stats.mb_losses,
-                !s.nonfinite.empty());
-    char note[64];
-    std::snprintf(note, sizeof(note), "loss %.4f", s.global_loss);
-    r.progress->update(k + 1 - first_k, static_cast<long>((k + 1 - first_k) * p.batch_size), note);
+    QueuedStep q = train_step(r, inputs, labels, step, lr);
+    const std::string profile = r.profiler->end_step(step, step + 1 == r.last_step);
+    if (!profile.empty() && is_logger_) r.log->message(profile);
+    q.epoch = epoch;
+    q.done_in_epoch = k + 1 - first_k;
+    // The previous step's figures are ready by now (the host waits for nothing queued since).
+    if (queued) settle(r, *queued);
+    queued = std::move(q);
     r.state.step = step + 1;
-    // The step that ends the epoch (or the run) is saved by end_epoch, after the evaluation.
+    // The step that ends the epoch (or the run) is saved by end_epoch, after the evaluation;
+    // a checkpoint, an epoch's end and the run's end read their step's figures first.
     const bool epoch_ends = k + 1 == r.per_epoch || r.state.step == r.total_steps;
-    if (!epoch_ends && r.checkpoints->due(r.state.step, r.last_step)) save_checkpoint(r, true);
+    const bool save = !epoch_ends && r.checkpoints->due(r.state.step, r.last_step);
+    if (epoch_ends || save || r.state.step == r.last_step) {
+      settle(r, *queued);
+      queued.reset();
+    }
+    if (save) save_checkpoint(r, true);
   }
   // Stopped inside the epoch (--stop-at-step): no evaluation, no epoch row.
   return k == r.per_epoch || r.state.step == r.total_steps;
 }
 
-void Trainer::skip_or_stop(Run& r, const StepOutcome& s) {
+void Trainer::settle(Run& r, const QueuedStep& q) {
+  const std::vector<double> f = q.figures->read();
+  const StepStats::Read stats = StepStats::read(std::vector<double>(f.begin() + kStepStats, f.end()));
+  const double loss = f[kLossSum] / comm_.axis("dp").size(), norm = f[kGradNorm];
+  const bool nonfinite = !std::isfinite(loss) || f[kNonfiniteReplicas] > 0;
+  if (r.steps_run++ == 0)
+    r.first_step_activations = q.activation_bytes;
+  else
+    r.activation_peak = std::max(r.activation_peak, q.activation_bytes);
+  if (nonfinite) {
+    skip_or_stop(r, describe_nonfinite(q.step, loss, norm, f[kThisRankNonfinite] > 0));
+  } else {
+    r.epoch_stats[0] += stats.loss * stats.samples;
+    r.epoch_stats[1] += stats.correct;
+    r.epoch_stats[2] += stats.samples;
+    r.result.final_train_loss = loss;
+  }
+  r.samples_done += plan_.batch_size;
+  r.log->step(q.step + 1, q.epoch + 1, loss, q.lr, norm, r.samples_done / std::max(1e-9, seconds_since(r.train_start)),
+              stats.mb_losses, nonfinite);
+  char note[64];
+  std::snprintf(note, sizeof(note), "loss %.4f", loss);
+  r.progress->update(q.done_in_epoch, static_cast<long>(q.done_in_epoch * plan_.batch_size), note);
+}
+
+void Trainer::skip_or_stop(Run& r, const std::string& nonfinite) {
   if (options_.skip_nonfinite) {
-    r.log->message(s.nonfinite + "; step skipped (--on-nonfinite skip)");
+    r.log->message(nonfinite + "; step skipped (--on-nonfinite skip)");
     ++r.result.skipped_steps;
     return;
   }
-  // Every rank stops here, before the optimizer step and before any checkpoint of it.
+  // Every rank stops here: the step's optimizer step did not happen (skipped on the
+  // device), and no checkpoint was written after it (a checkpoint reads its step first).
   const long saved = r.checkpoints->last_saved_step();
   const std::string last_good = saved >= 0 ? "; the last good checkpoint is step " + std::to_string(saved)
                                 : !options_.resume_path.empty() ? "; the last good checkpoint is " + options_.resume_path
                                                                 : "";
-  throw core::UserError(s.nonfinite + "; the run stops before its optimizer step" + last_good +
+  throw core::UserError(nonfinite + "; the run stops before its optimizer step" + last_good +
                         " (lower learning_rate, or --on-nonfinite skip to skip such steps)");
 }
 

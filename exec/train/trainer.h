@@ -17,6 +17,7 @@
 namespace quintnet::exec {
 
 class FlatAdamW;
+class PendingFigures;
 class RunLog;
 class RunTrace;
 struct Manifest;
@@ -27,6 +28,8 @@ struct TrainOptions {
   std::string save_params_path;  // the final serial parameters (torch pickle; one file per pp rank: PATH.ppR)
   std::string trace_path;  // merged Chrome trace of the traced steps (rank 0 writes)
   int trace_steps = 3;     // steps traced, from the second step on (the first warms up)
+  std::string profile_dir;  // LibTorch's profiler over a few steps (exec/train/step_profiler.h)
+  int profile_steps = 3;    // from the second step on
   bool evaluate = true;
   bool progress = true;
   // Checkpoints (see exec/checkpoint/checkpoint.h): written to checkpoint_dir every
@@ -63,15 +66,18 @@ class Trainer {
   struct Evaluation {
     double loss, accuracy;
   };
-  struct StepOutcome {
-    StepStats stats;           // this rank's dp shard
-    double global_loss = 0.0;  // the mean over dp replicas
-    double grad_norm = 0.0;    // before clipping
+  // One optimizer step, queued on the device.  Nothing in it waits for a GPU: what the
+  // host learns of the step (loss, norm, whether it was finite) it reads a step later.
+  struct QueuedStep {
+    long step = 0;            // 0-based, over the run
+    int epoch = 0;
+    long done_in_epoch = 0;   // steps of this epoch done with it (the progress line's count)
+    double lr = 0.0;
     std::size_t activation_bytes = 0;  // the peak of the forward and backward passes
-    // Empty when the loss and the gradient norm are finite (the optimizer stepped);
-    // else what went wrong, the same on every rank (the optimizer did not step).
-    std::string nonfinite;
+    std::unique_ptr<PendingFigures> figures;  // in Figure order
   };
+  // What a step's figures hold: then StepStats::figures of this rank's dp shard.
+  enum Figure { kLossSum, kNonfiniteReplicas, kGradNorm, kThisRankNonfinite, kStepStats };
   struct Run;  // the parts of one run (trainer.cpp)
   using Clock = std::chrono::steady_clock;
   // The run's parts: data, the sharded model and its optimizers, the schedule and its
@@ -82,22 +88,28 @@ class Trainer {
   // After an epoch: evaluation, its table row, early stopping (true: stop), its checkpoint.
   bool end_epoch(Run& r, int epoch);
   void save_checkpoint(Run& r, bool mid_epoch);
-  // A step whose loss or gradient norm is not finite: an error, or counted and skipped.
-  void skip_or_stop(Run& r, const StepOutcome& s);
+  // Reads a queued step's figures (waiting for them alone): its log line, its progress,
+  // the epoch's statistics; a step whose loss or gradient norm was not finite (its
+  // optimizer step was skipped on the device) is an error, or counted as skipped.
+  void settle(Run& r, const QueuedStep& q);
+  void skip_or_stop(Run& r, const std::string& nonfinite);
   // The final parameters (--save-params), the trace, the closing line.
   TrainResult finish(Run& r, Clock::time_point t0);
 
-  // One optimizer step: forward and backward passes (the schedule), clipping, AdamW.
-  StepOutcome train_step(PipelineRunner& runner, ParallelModel& pm, std::vector<std::unique_ptr<FlatAdamW>>& optimizers,
-                         RunTrace& trace, const std::vector<torch::Tensor>& inputs,
-                         const std::vector<torch::Tensor>& labels, long step, double lr);
+  // One optimizer step: forward and backward passes (the schedule), the gradient norm,
+  // clipping and AdamW, all queued; a step whose loss or norm is not finite on any
+  // replica leaves the parameters as they were (decided on the device).
+  QueuedStep train_step(Run& r, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels,
+                        long step, double lr);
   // Collective, on a non-finite step: the loss, the norm and the ranks whose gradients are not finite.
-  std::string describe_nonfinite(ParallelModel& pm, const StepOutcome& out, long step);
+  std::string describe_nonfinite(long step, double loss, double norm, bool this_rank);
   Evaluation evaluate(PipelineRunner& runner, ParallelModel& pm, const TrainingData& data);
   // Early stopping: records a validation loss; true once `patience` epochs brought no improvement.
   bool no_longer_improving(double val_loss, Manifest& state, RunLog& log) const;
-  double gradient_norm(ParallelModel& pm);  // global: over tp shards and pipeline stages
-  void clip_gradients(ParallelModel& pm, double norm);
+  // The global gradient norm (over tp shards and pipeline stages), a 0-dim float64 on the
+  // device; `this_rank_nonfinite`: whether this rank's own gradients hold a NaN or infinity.
+  torch::Tensor gradient_norm(ParallelModel& pm, torch::Tensor& this_rank_nonfinite);
+  void clip_gradients(ParallelModel& pm, const torch::Tensor& norm);
   // Sequence parallelism: sums the tp ranks' partial gradients of the parameters used
   // on their parts of the sequence (StageModel::sequence_parallel_parameters).
   void sum_sequence_parallel_gradients(ParallelModel& pm);

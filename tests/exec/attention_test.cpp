@@ -110,6 +110,28 @@ TEST(AttentionCore, SdpaMatchesMatmulSoftmaxMatmulOnLibTorch2) {
   }
 }
 
+// SDPA with attention dropout (the GPU path: attention_core hands CUDA tensors to SDPA
+// with the plan's dropout): its masks are its own, so the check is what dropout means —
+// one draw differs from the output without dropout, the mean of many draws equals it.
+TEST(AttentionCore, SdpaDropoutIsAnUnbiasedDropoutOfTheWeights) {
+  if (!sdpa_available()) GTEST_SKIP() << "LibTorch 1.x has no scaled_dot_product_attention";
+  torch::manual_seed(13);
+  const torch::Tensor q = torch::randn({1, 8, 2, 8}), k = torch::randn({1, 8, 2, 8}), v = torch::randn({1, 8, 2, 8});
+  const torch::Tensor exact = attention_reference(q, k, v, true);
+  torch::Tensor sum = torch::zeros_like(exact);
+  const int draws = 4000;
+  for (int i = 0; i < draws; ++i) {
+    const torch::Tensor one = attention_sdpa(q, k, v, true, 0.5);
+    if (i == 0) {
+      EXPECT_GT((one - exact).abs().max().item<double>(), 0.1) << "dropout 0.5 left the output as it was";
+    }
+    sum += one;
+  }
+  // Each draw's elements vary by about 1 around the mean; 4000 draws: a standard error ~0.016.
+  const double err = (sum / draws - exact).abs().max().item<double>();
+  EXPECT_LT(err, 0.08) << "the mean of " << draws << " dropout draws is off the exact output by " << err;
+}
+
 // Selective recomputation (a RecomputeScope): the backward computes the softmax
 // (and the dropout mask) again instead of keeping it, and gives the same output and
 // input gradients bit for bit — on the fused kernel, and on the composition with dropout,

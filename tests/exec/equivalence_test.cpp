@@ -1,8 +1,9 @@
 // Parallel ViT training against the serial run: the same initial weights and data,
 // per-step losses within 1e-5 relative over 10 steps (per-microbatch losses too when
 // dp = 1), the same parameters after them.  DP=2, TP=2, DP×TP=2×2, PP=2 with AFAB,
-// 1F1B and ZB-H1, PP=4 1F1B, interleaved (pp 2, v 2) and the full 2×2×2 3D mesh; and
-// one rank computing its microbatches side by side on two threads.
+// 1F1B and ZB-H1, PP=4 1F1B, interleaved (pp 2, v 2) and the full 2×2×2 3D mesh (also
+// through the store backend); and one rank computing its microbatches side by side on
+// two threads.
 // Ranks are real processes started by quintnet-launch.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -37,10 +38,10 @@ void load_params(const std::string& path, std::map<std::string, torch::Tensor>& 
       into[kv.key().toStringRef()] = kv.value().toTensor();
 }
 
-// `extra`: more plan lines (e.g. "recompute: full\n").
+// `extra`: more plan lines (e.g. "recompute: full\n"); `env`: variables for the ranks.
 Outcome train(const std::string& name, const std::string& mesh, int nproc, int microbatches = 2,
               const std::string& schedule = "1f1b", int chunks = 1, const std::string& threads = "--threads 1",
-              const std::string& extra = "") {
+              const std::string& extra = "", const std::string& env = "") {
   const std::string config = write_file(
       name + std::to_string(getpid()) + ".yaml", "batch_size: 32\ngrad_acc_steps: " + std::to_string(microbatches) +
                           "\nlearning_rate: 1e-4\nmax_grad_norm: 1.0\nimg_size: 28\npatch_size: 4\nhidden_dim: 64\n"
@@ -48,7 +49,7 @@ Outcome train(const std::string& name, const std::string& mesh, int nproc, int m
                           schedule + "\nvirtual_stages: " + std::to_string(chunks) + "\n" + extra);
   // This process's own files: ctest -j runs several tests that train the same reference.
   const std::string dir = ::testing::TempDir() + "/eq" + std::to_string(getpid()) + "_";
-  const std::string cmd = bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
+  const std::string cmd = env + bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
                           " --config " + config + " --max-steps 10 --no-eval --quiet " + threads + " --metrics " + dir +
                           name + ".jsonl --save-params " + dir + name + ".pt";
   auto r = run_command(cmd);
@@ -165,6 +166,16 @@ TEST(Equivalence, Full3D2x2x2MatchesSerial) {
 // recompute: full — each transformer block keeps only its input and runs its forward
 // again inside the backward (under ZB-H1 in BI for the input gradient and again in BW for
 // the weights'): the same losses and parameters as the serial run on 1F1B, ZB-H1 and 2x2x2.
+// The backend of ranks that share a GPU (exec/comm/store_backend.h: NCCL refuses them),
+// here on the CPU in Gloo's place: every collective and pipeline message of a 3D mesh
+// with ZeRO-1's reduce-scatter through host memory and the rendezvous store.
+TEST(Equivalence, StoreBackendMatchesSerial) {
+  const Outcome store = train("dp2tp2pp2_store", "[2, 2, 2]", 8, 2, "1f1b", 1, "--threads 1", "zero_stage: 1\n",
+                              "QN_COMM_BACKEND=store ");
+  EXPECT_NE(store.log.find("through host memory"), std::string::npos) << store.log;
+  expect_equivalent(serial(2), store, "dp=2 x tp=2 x pp=2 through the store");
+}
+
 TEST(Equivalence, RecomputationMatchesSerialOnEverySchedule) {
   const std::string full = "recompute: full\n";
   const Outcome pp2 = train("pp2_1f1b_rc", "[1, 1, 2]", 2, 4, "1f1b", 1, "--threads 1", full);
