@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "exec/data/to_device.h"
+
 namespace quintnet::exec {
 
 Normalisation pixel_statistics(const ImageDataset& data) {
@@ -28,8 +30,8 @@ std::pair<torch::Tensor, torch::Tensor> make_batch(const ImageDataset& data, con
     std::memcpy(dst + i * pixels, data.pixels.data() + indices[i] * pixels, static_cast<size_t>(pixels));
     lab[i] = data.labels[static_cast<size_t>(indices[i])];
   }
-  torch::Tensor images = (raw.to(device).to(torch::kFloat32).div_(255.0).sub_(norm.mean)).div_(norm.std);
-  return {images, labels.to(device)};
+  torch::Tensor images = (to_device(raw, device).to(torch::kFloat32).div_(255.0).sub_(norm.mean)).div_(norm.std);
+  return {images, to_device(labels, device)};
 }
 
 }  // namespace quintnet::exec

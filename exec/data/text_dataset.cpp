@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "exec/data/to_device.h"
 
 namespace quintnet::exec {
 namespace {
@@ -160,7 +161,7 @@ std::pair<torch::Tensor, torch::Tensor> make_summary_batch(const std::vector<std
       out[i][t] = scored[start + t + 1] ? tokens[start + t + 1] : -1;
     }
   }
-  return {inputs.to(device), targets.to(device)};
+  return {to_device(inputs, device), to_device(targets, device)};
 }
 
 std::pair<torch::Tensor, torch::Tensor> make_token_batch(const TokenStream& stream, const std::vector<int64_t>& indices,
@@ -176,7 +177,7 @@ std::pair<torch::Tensor, torch::Tensor> make_token_batch(const TokenStream& stre
       out[i][t] = stream.tokens[start + t + 1];
     }
   }
-  return {inputs.to(device), targets.to(device)};
+  return {to_device(inputs, device), to_device(targets, device)};
 }
 
 }  // namespace quintnet::exec

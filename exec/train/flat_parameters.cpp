@@ -28,11 +28,11 @@ FlatParameters::FlatParameters(torch::nn::Module& model, const std::map<std::str
     s.param.set_data(view);
     // A defined gradient is accumulated into in place by autograd: into our buffer.
     s.param.mutable_grad() = grads_.narrow(0, s.offset, s.numel).view(s.param.sizes());
-    if (!sharded.count(s.name)) continue;
-    if (!sharded_ranges_.empty() && sharded_ranges_.back().offset + sharded_ranges_.back().numel == s.offset)
-      sharded_ranges_.back().numel += s.numel;
+    std::vector<FlatRange>& ranges = sharded.count(s.name) ? sharded_ranges_ : replicated_ranges_;
+    if (!ranges.empty() && ranges.back().offset + ranges.back().numel == s.offset)
+      ranges.back().numel += s.numel;
     else
-      sharded_ranges_.push_back({s.offset, s.numel});
+      ranges.push_back({s.offset, s.numel});
   }
 }
 

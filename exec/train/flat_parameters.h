@@ -41,16 +41,17 @@ class FlatParameters {
   torch::Tensor& params() { return params_; }
   torch::Tensor& grads() { return grads_; }
   const std::vector<Slot>& slots() const { return slots_; }
-  // The elements of tensor-parallel shards, as few ranges as cover them (in buffer order);
-  // the rest are replicated on every tp rank.
+  // The elements of tensor-parallel shards, and the rest — replicated on every tp rank —
+  // each as few ranges as cover them, in buffer order.
   const std::vector<FlatRange>& sharded_ranges() const { return sharded_ranges_; }
+  const std::vector<FlatRange>& replicated_ranges() const { return replicated_ranges_; }
 
   void zero_grad() { grads_.zero_(); }
 
  private:
   torch::Tensor params_, grads_;
   std::vector<Slot> slots_;
-  std::vector<FlatRange> sharded_ranges_;
+  std::vector<FlatRange> sharded_ranges_, replicated_ranges_;
 };
 
 // AdamW (decoupled weight decay, bias correction: the same arithmetic as

@@ -131,11 +131,15 @@ torch::Tensor Trainer::gradient_norm(ParallelModel& pm, torch::Tensor& this_rank
     const ZeroShards* scattered = chunk.dp ? chunk.dp->scattered_to() : nullptr;
     pieces = pieces || scattered;
     const std::vector<FlatRange> counted = scattered ? scattered->pieces() : std::vector<FlatRange>{{0, grads.numel()}};
-    const torch::Tensor all = sum_of_squares(grads, counted);
-    const torch::Tensor s = tp_sharded ? sum_of_squares(grads, intersect(chunk.flat->sharded_ranges(), counted))
-                                       : torch::zeros({}, stats_options());
-    sharded += s;
-    replicated += all - s;
+    // Each part summed over its own ranges, never as a difference: the replicated part
+    // must come out bitwise the same on every tp rank (their clip factors, hence their
+    // copies of the replicated parameters, would drift apart otherwise).
+    if (tp_sharded) {
+      sharded += sum_of_squares(grads, intersect(chunk.flat->sharded_ranges(), counted));
+      replicated += sum_of_squares(grads, intersect(chunk.flat->replicated_ranges(), counted));
+    } else {
+      replicated += sum_of_squares(grads, counted);
+    }
     // A tied parameter (GPT-2's vocabulary-parallel embedding) is one parameter held by
     // the first and the last stage: count it once, on the first.
     if (pm.is_last(static_cast<int>(c)) && !pm.is_first(static_cast<int>(c)))

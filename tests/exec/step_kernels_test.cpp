@@ -64,7 +64,7 @@ TEST(GradNorm, IntersectKeepsTheElementsInBothLists) {
   EXPECT_TRUE(intersect(a, {}).empty());
 }
 
-TEST(FlatParameters, ShardedRangesMergeNeighbouringShards) {
+TEST(FlatParameters, ShardedAndReplicatedRangesMergeNeighbours) {
   Model m;
   FlatParameters flat(m, {{"a", 0}, {"c", 1}});
   // Buffer order is reverse registration: c, b, a — c and a are not neighbours.
@@ -72,6 +72,9 @@ TEST(FlatParameters, ShardedRangesMergeNeighbouringShards) {
   EXPECT_EQ(flat.sharded_ranges()[0].offset, 0);
   EXPECT_EQ(flat.sharded_ranges()[0].numel, 70 * 11);
   EXPECT_EQ(flat.sharded_ranges()[1].offset, 70 * 11 + 70);
+  ASSERT_EQ(flat.replicated_ranges().size(), 1u);  // b, between them
+  EXPECT_EQ(flat.replicated_ranges()[0].offset, 70 * 11);
+  EXPECT_EQ(flat.replicated_ranges()[0].numel, 70);
   Model n;
   FlatParameters both(n, {{"b", 0}, {"c", 1}});
   ASSERT_EQ(both.sharded_ranges().size(), 1u);
