@@ -21,10 +21,6 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // NCCL for CUDA and Gloo for the CPU, except where NCCL cannot serve — more ranks on a
 // node than it has GPUs ("Duplicate GPU detected") — or where asked (QN_COMM_BACKEND=store).
 std::string choose_backend(const RankEnv& env, const std::string& device_type) {
