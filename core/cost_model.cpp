@@ -108,10 +108,10 @@ StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, doub
   const double whole = m.dropout ? 10.0 : 8.0;  // the tensor-parallel part: 24 either way
   const double linear = o.sequence_parallel ? (whole + 24.0) / tp : whole + 24.0 / tp;
   const double whole_layer = sbh * (linear + scores);
-  if (o.recompute == "full") {
+  if (o.recompute == Recompute::Full) {
     c.activation_bytes = layers * 2.0 * sbh / (o.sequence_parallel ? tp : 1);
     c.recompute_flops = layers * tokens * (8.0 * h * h + 4.0 * h * m.ffn + 4.0 * s * h) / tp;
-  } else if (o.recompute == "selective") {
+  } else if (o.recompute == Recompute::Selective) {
     c.activation_bytes = layers * sbh * linear;
     c.recompute_flops = layers * tokens * 4.0 * s * h / tp;
   } else {
@@ -122,7 +122,7 @@ StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, doub
   // them: the backward re-gathers each tensor-parallel region's input whole.
   if (layers > 0)
     c.backward_working_bytes = 2.0 * sbh * (2.0 + static_cast<double>(m.ffn) / (h * tp)) +
-                               (o.recompute == "full" ? whole_layer : 0.0);
+                               (o.recompute == Recompute::Full ? whole_layer : 0.0);
   return c;
 }
 

@@ -33,7 +33,7 @@ std::vector<std::string> known_models();
 
 // How a plan trades compute for memory (core::Plan's keys of the same names).
 struct MemoryOptions {
-  std::string recompute = "none";  // none | selective | full
+  Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
   int zero_stage = 0;
   static MemoryOptions of(const Plan& plan);

@@ -4,21 +4,6 @@
 
 namespace quintnet::core {
 
-KernelSet parse_kernel_set(const std::string& name) {
-  if (name == "unfused") return KernelSet::Unfused;
-  if (name == "fused") return KernelSet::Fused;
-  if (name == "flash") return KernelSet::Flash;
-  throw ConfigError("kernels: unknown kernel set '" + name + "'; choose unfused, fused or flash");
-}
-
-std::string kernel_set_name(KernelSet set) {
-  switch (set) {
-    case KernelSet::Fused: return "fused";
-    case KernelSet::Flash: return "flash";
-    default: return "unfused";
-  }
-}
-
 namespace {
 
 // The sizes every formula uses, per tensor-parallel rank (see the header's notation).
@@ -247,9 +232,9 @@ void add_layers(std::vector<Kernel>& out, const Sizes& z, const KernelOptions& o
   layer_backward(k, z, o);
   Builder again(out, z.e, layers);
   again.suffix = " (recompute)";
-  if (o.memory.recompute == "full") {
+  if (o.memory.recompute == Recompute::Full) {
     layer_forward(again, z, Pass::BackwardInput);
-  } else if (o.memory.recompute == "selective" && z.set != KernelSet::Flash) {
+  } else if (o.memory.recompute == Recompute::Selective && z.set != KernelSet::Flash) {
     // Korthikanti et al.: the attention core only (FlashAttention's backward already
     // recomputes it).
     attention_core_forward(again, z, Pass::BackwardInput);

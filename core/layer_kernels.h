@@ -19,7 +19,7 @@
 
 namespace quintnet::core {
 
-// How a run computes a layer's memory-bound parts:
+// How a run computes a layer's memory-bound parts (core::KernelSet, core/run_options.h):
 //   Unfused  plain PyTorch ops, one kernel each (our executor; bias adds, GeLU, scale,
 //            mask, softmax, dropout and residual adds separately);
 //   Fused    Megatron-LM 2021's fused kernels (Narayanan et al. §4.2): bias + GeLU,
@@ -28,10 +28,6 @@ namespace quintnet::core {
 //   Flash    FlashAttention for the attention core (one kernel forward and one backward,
 //            no s² traffic; causal blocks above the diagonal skipped) and the fused
 //            element-wise kernels.
-enum class KernelSet { Unfused, Fused, Flash };
-// "unfused", "fused", "flash"; throws ConfigError naming them.
-KernelSet parse_kernel_set(const std::string& name);
-std::string kernel_set_name(KernelSet set);
 
 // Where a kernel runs: the forward, the backward for the inputs (ZB-H1's BI: the
 // activation gradients, the attention core's gradients, a recomputed forward) or the

@@ -74,6 +74,12 @@ Mesh::Mesh(std::vector<int> dims, std::vector<std::string> names,
   }
 }
 
+Mesh Mesh::from_axes(std::vector<int> dims, const std::vector<Axis>& axes) {
+  std::vector<std::string> names;
+  for (Axis a : axes) names.push_back(name_of(a));
+  return Mesh(std::move(dims), std::move(names));
+}
+
 std::vector<std::string> Mesh::rank_order() const {
   std::vector<std::string> out;
   for (int axis : order_) out.push_back(names_[axis]);
@@ -185,6 +191,12 @@ std::string Mesh::shape_string() const {
   for (size_t i = 0; i < dims_.size(); ++i)
     out += (i ? " x " : "") + names_[i] + "=" + std::to_string(dims_[i]);
   return out;
+}
+
+std::vector<int> Mesh::group(int rank, const std::vector<Axis>& axes) const {
+  std::vector<std::string> names;
+  for (Axis a : axes) names.push_back(name_of(a));
+  return group(rank, names);
 }
 
 }  // namespace quintnet::core

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "core/run_options.h"
+
 namespace quintnet::core {
 
 class Mesh {
@@ -25,6 +27,9 @@ class Mesh {
   // rank_order lists axis names innermost first; empty means the default above.
   Mesh(std::vector<int> dims, std::vector<std::string> names,
        std::vector<std::string> rank_order = {});
+  // QuintNet's meshes: axes out of dp, tp, pp (a plan's mesh_name).  A function, not a
+  // constructor: {"a", "b"} would convert to either list.
+  static Mesh from_axes(std::vector<int> dims, const std::vector<Axis>& axes);
 
   int world_size() const { return world_size_; }
   int ndim() const { return static_cast<int>(dims_.size()); }
@@ -49,6 +54,13 @@ class Mesh {
   std::vector<int> group(int rank, const std::vector<std::string>& axes) const;
   // All groups along `axis`: a partition of the world, each ordered by coordinate.
   std::vector<std::vector<int>> groups(const std::string& axis) const;
+
+  // The same, for QuintNet's axes.
+  int size(Axis axis) const { return size(name_of(axis)); }
+  int coord(int rank, Axis axis) const { return coord(rank, name_of(axis)); }
+  std::vector<int> group(int rank, Axis axis) const { return group(rank, name_of(axis)); }
+  std::vector<int> group(int rank, const std::vector<Axis>& axes) const;
+  std::vector<std::vector<int>> groups(Axis axis) const { return groups(name_of(axis)); }
 
   // Throws MeshError when the launcher's world size differs from the mesh product.
   void check_world_size(int world_size) const;

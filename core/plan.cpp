@@ -85,10 +85,15 @@ int Plan::world_size() const {
   return n;
 }
 
+int Plan::size(Axis axis) const {
+  for (std::size_t i = 0; i < mesh_name.size() && i < mesh_dim.size(); ++i)
+    if (mesh_name[i] == axis) return mesh_dim[i];
+  return 1;
+}
+
 std::string Plan::strategy() const {
   if (!strategy_name.empty()) return strategy_name;
-  const Mesh m = mesh();
-  const bool d = m.size("dp") > 1, t = m.size("tp") > 1, p = m.size("pp") > 1;
+  const bool d = dp() > 1, t = tp() > 1, p = pp() > 1;
   if (d && t && p) return "3d";
   if (d && t) return "dp_tp";
   if (d && p) return "dp_pp";

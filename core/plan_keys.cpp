@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 
 #include "core/error.h"
 #include "core/model_kind.h"
@@ -88,6 +89,22 @@ PlanKey text(std::string name, const std::string& section, Field field, std::str
   return k;
 }
 
+// One name out of an enum's (core/run_options.h); `noun` names the choice in messages:
+// "unknown precision 'fp16'; choose fp32 or bf16".
+template <typename Field>
+PlanKey choice(std::string name, const std::string& section, Field field, const std::string& noun, std::string help) {
+  using Enum = std::decay_t<decltype(field(std::declval<Plan&>()))>;
+  PlanKey k = declare(name, section, "text", option_list<Enum>(", "), std::move(help));
+  k.read = [=](ConfigReader& r, Plan& p) {
+    const std::string text = r.get_string(name, name_of(field(p)));
+    const std::optional<Enum> value = parse_option<Enum>(text);
+    if (!value) r.fail(name, "unknown " + noun + " '" + text + "'; choose " + option_list<Enum>(" or "));
+    field(p) = *value;
+  };
+  k.value = [=](const Plan& p) { return nlohmann::json(name_of(field(const_cast<Plan&>(p)))); };
+  return k;
+}
+
 // A true/false key (none of the original configs had one).
 template <typename Field>
 PlanKey boolean(std::string name, const std::string& section, Field field, std::string help) {
@@ -111,8 +128,7 @@ PlanKey with_range(PlanKey k, std::string text) {
   return k;
 }
 
-std::vector<PlanKey> make_keys() {
-  std::vector<PlanKey> keys;
+void add_model_kind_keys(std::vector<PlanKey>& keys) {
   auto add = [&](PlanKey k) { keys.push_back(std::move(k)); };
 
   // The model first: it decides which model keys apply.  Explicit `model`, else GPT-2
@@ -132,6 +148,10 @@ std::vector<PlanKey> make_keys() {
   };
   model.value = [](const Plan& p) { return nlohmann::json(p.model.kind); };
   add(with_default(model, "vit; gpt2 when a `model_config` block is present"));
+}
+
+void add_gpt2_keys(std::vector<PlanKey>& keys) {
+  auto add = [&](PlanKey k) { keys.push_back(std::move(k)); };
 
   // GPT-2: the original's model_config block.
   add(integer("model_config.vocab_size", kGpt, "gpt2", 1, 1 << 24, FIELD(model.vocab_size), "vocabulary size"));
@@ -153,6 +173,10 @@ std::vector<PlanKey> make_keys() {
              "dropout on each residual branch"));
   add(number("model_config.layer_norm_epsilon", kGpt, "gpt2", 1e-12, 1.0, FIELD(model.layer_norm_epsilon),
              "LayerNorm's epsilon"));
+}
+
+void add_training_keys(std::vector<PlanKey>& keys) {
+  auto add = [&](PlanKey k) { keys.push_back(std::move(k)); };
 
   // Training.  GPT-2's default text (the Brown corpus) and tokenizer live in the
   // project's data/ folder, which only the executor knows: empty means "the default".
@@ -194,6 +218,10 @@ std::vector<PlanKey> make_keys() {
               "training samples used per epoch; 0 = all"));
   add(integer("max_val_samples", kTraining, kEveryModel, 0, std::int64_t{1} << 40, FIELD(max_val_samples),
               "validation samples; 0 = all"));
+}
+
+void add_vit_keys(std::vector<PlanKey>& keys) {
+  auto add = [&](PlanKey k) { keys.push_back(std::move(k)); };
 
   // ViT (the original's flat keys).
   add(integer("img_size", kVit, "vit", 1, 1 << 16, FIELD(model.img_size), "image side in pixels"));
@@ -204,21 +232,37 @@ std::vector<PlanKey> make_keys() {
   add(integer("depth", kVit, "vit", 1, 1 << 16, FIELD(model.depth), "transformer blocks"));
   add(original(integer("num_classes", kVit, "vit", 2, 1 << 20, FIELD(model.num_classes), "classes"), false));
   add(original(number("dropout", kVit, "vit", 0.0, 0.99, FIELD(model.dropout), "dropout rate"), false));
+}
+
+void add_parallel_keys(std::vector<PlanKey>& keys) {
+  auto add = [&](PlanKey k) { keys.push_back(std::move(k)); };
 
   // Parallelism.
-  add(with_range(text("device_type", kParallel, FIELD(device_type), "where ranks compute"), "cpu or cuda"));
-  add(original(with_range(text("precision", kParallel, FIELD(precision),
-                               "bf16: forward passes under autocast; weights and optimizer state fp32"),
-                          "fp32 or bf16"),
+  add(choice("device_type", kParallel, FIELD(device_type), "device", "where ranks compute"));
+  add(original(choice("precision", kParallel, FIELD(precision), "precision",
+                      "bf16: forward passes under autocast; weights and optimizer state fp32"),
                false));
   PlanKey mesh_dim = declare("mesh_dim", kParallel, "list of integers", "", "sizes of the mesh axes");
   mesh_dim.read = [](ConfigReader& r, Plan& p) { p.mesh_dim = r.get_int_list("mesh_dim", p.mesh_dim); };
   mesh_dim.value = [](const Plan& p) { return nlohmann::json(p.mesh_dim); };
   add(mesh_dim);
-  PlanKey mesh_name = declare("mesh_name", kParallel, "list of names", "dp, tp, pp",
+  PlanKey mesh_name = declare("mesh_name", kParallel, "list of names", option_list<Axis>(", "),
                               "the axes' names; the rank layout is always tp-innermost");
-  mesh_name.read = [](ConfigReader& r, Plan& p) { p.mesh_name = r.get_string_list("mesh_name", p.mesh_name); };
-  mesh_name.value = [](const Plan& p) { return nlohmann::json(p.mesh_name); };
+  mesh_name.read = [](ConfigReader& r, Plan& p) {
+    std::vector<std::string> names;
+    for (Axis a : p.mesh_name) names.push_back(name_of(a));
+    p.mesh_name.clear();
+    for (const std::string& name : r.get_string_list("mesh_name", names)) {
+      const std::optional<Axis> axis = parse_option<Axis>(name);
+      if (!axis) r.fail("mesh_name", "unknown axis '" + name + "'; QuintNet's axes are " + option_list<Axis>(" and "));
+      p.mesh_name.push_back(*axis);
+    }
+  };
+  mesh_name.value = [](const Plan& p) {
+    nlohmann::json names = nlohmann::json::array();
+    for (Axis a : p.mesh_name) names.push_back(name_of(a));
+    return names;
+  };
   add(mesh_name);
   PlanKey strategy = text("strategy_name", kParallel, FIELD(strategy_name), "which axes the layout uses");
   strategy.value = [](const Plan& p) { return nlohmann::json(p.strategy()); };  // the one in use
@@ -232,9 +276,8 @@ std::vector<PlanKey> make_keys() {
                       "data-parallel gradient bucket size (MB)"),
                false));
 
-  add(original(with_range(text("recompute", kParallel, FIELD(recompute),
-                               "activation recomputation: selective (attention core) or full (each layer)"),
-                          "none, selective, full"),
+  add(original(choice("recompute", kParallel, FIELD(recompute), "value",
+                      "activation recomputation: selective (attention core) or full (each layer)"),
                false));
   add(boolean("sequence_parallel", kParallel, FIELD(sequence_parallel),
               "shard LayerNorm/dropout activations along the sequence over tp (needs tp > 1)"));
@@ -242,13 +285,16 @@ std::vector<PlanKey> make_keys() {
                                   "1: the optimizer state sharded over dp (distributed optimizer)"),
                           "0 or 1 (2, 3: not built)"),
                false));
+}
+
+void add_simulated_keys(std::vector<PlanKey>& keys) {
+  auto add = [&](PlanKey k) { keys.push_back(std::move(k)); };
 
   // How a simulated run is implemented (docs/SIMULATOR.md): the defaults are what the
   // executor does; a published run sets what it did (experiments/sim/megatron_table1.sh).
-  add(original(with_range(text("kernels", kSimulated, FIELD(kernels),
-                               "the kernel set timed by the roofline: plain PyTorch ops, Megatron-LM's fused "
-                               "element-wise and softmax kernels, or FlashAttention with fused element-wise kernels"),
-                          "unfused, fused, flash"),
+  add(original(choice("kernels", kSimulated, FIELD(kernels), "kernel set",
+                      "the kernel set timed by the roofline: plain PyTorch ops, Megatron-LM's fused "
+                      "element-wise and softmax kernels, or FlashAttention with fused element-wise kernels"),
                false));
   add(boolean("dp_overlap", kSimulated, FIELD(dp_overlap),
               "data-parallel gradient all-reduces overlap the backward (bucket by bucket); false: all after the last "
@@ -258,6 +304,10 @@ std::vector<PlanKey> make_keys() {
   add(boolean("pp_scatter_gather", kSimulated, FIELD(pp_scatter_gather),
               "pipeline messages split over the tp group's NICs and all-gathered over NVLink on arrival "
               "(Narayanan et al. §4.1)"));
+}
+
+void add_text_keys(std::vector<PlanKey>& keys) {
+  auto add = [&](PlanKey k) { keys.push_back(std::move(k)); };
 
   // Language-model data and logging (the original GPT-2 config).
   add(text("dataset_name", kText, FIELD(dataset_name), "read, not used (a Hugging Face dataset name)", true));
@@ -271,6 +321,14 @@ std::vector<PlanKey> make_keys() {
   add(text("output_dir", kLogging, FIELD(output_dir), "where outputs go"));
   add(text("checkpoint_path", kText, FIELD(checkpoint_path),
            "GPT-2: a Hugging Face model.safetensors to start from (fine-tuning)", true));
+}
+
+std::vector<PlanKey> make_keys() {
+  std::vector<PlanKey> keys;
+  // In reading order: the model first (it decides which model keys apply).
+  for (auto add : {add_model_kind_keys, add_gpt2_keys, add_training_keys, add_vit_keys, add_parallel_keys,
+                   add_simulated_keys, add_text_keys})
+    add(keys);
   return keys;
 }
 

@@ -11,10 +11,11 @@ namespace quintnet::core {
 namespace {
 
 // Each strategy and the mesh axes it parallelises over: the one table of them.
-const std::vector<std::pair<std::string, std::vector<std::string>>>& strategies() {
-  static const std::vector<std::pair<std::string, std::vector<std::string>>> table = {
-      {"dp", {"dp"}},           {"tp", {"tp"}},           {"pp", {"pp"}},           {"dp_tp", {"dp", "tp"}},
-      {"dp_pp", {"dp", "pp"}}, {"tp_pp", {"tp", "pp"}}, {"3d", {"dp", "tp", "pp"}}};
+const std::vector<std::pair<std::string, std::vector<Axis>>>& strategies() {
+  using A = Axis;
+  static const std::vector<std::pair<std::string, std::vector<Axis>>> table = {
+      {"dp", {A::Dp}},           {"tp", {A::Tp}},           {"pp", {A::Pp}},           {"dp_tp", {A::Dp, A::Tp}},
+      {"dp_pp", {A::Dp, A::Pp}}, {"tp_pp", {A::Tp, A::Pp}}, {"3d", {A::Dp, A::Tp, A::Pp}}};
   return table;
 }
 
@@ -41,19 +42,11 @@ class Checker {
     check_schedule();
     check_model();
     check_batch();
-    if (p_.device_type != "cpu" && p_.device_type != "cuda")
-      fail("device_type", "unknown device '" + p_.device_type + "'; choose cpu or cuda");
-    if (p_.precision != "fp32" && p_.precision != "bf16")
-      fail("precision", "unknown precision '" + p_.precision + "'; choose fp32 or bf16");
     check_memory_options();
   }
 
  private:
   void check_memory_options() const {
-    if (p_.recompute != "none" && p_.recompute != "selective" && p_.recompute != "full")
-      fail("recompute", "unknown value '" + p_.recompute + "'; choose none, selective or full");
-    if (p_.kernels != "unfused" && p_.kernels != "fused" && p_.kernels != "flash")
-      fail("kernels", "unknown kernel set '" + p_.kernels + "'; choose unfused, fused or flash");
     if (p_.sequence_parallel && p_.tp() < 2)
       fail("sequence_parallel", "true needs tensor parallelism (tp > 1); the mesh has tp = 1");
     if (p_.sequence_parallel) {  // each tp rank holds an equal part of every sample's tokens
@@ -75,9 +68,6 @@ class Checker {
         fail("mesh_dim", e.what());
       }
     }();
-    for (const auto& name : p_.mesh_name)
-      if (name != "dp" && name != "tp" && name != "pp")
-        fail("mesh_name", "unknown axis '" + name + "'; QuintNet's axes are dp, tp and pp");
     if (world_size) {
       try {
         mesh.check_world_size(*world_size);
@@ -92,13 +82,14 @@ class Checker {
     const auto axes = strategy_axes(s);
     if (axes.empty())
       fail("strategy_name", "unknown strategy '" + s + "'; choose one of dp, tp, pp, dp_tp, dp_pp, tp_pp, 3d");
-    const Mesh mesh = p_.mesh();
-    for (const char* axis : {"dp", "tp", "pp"})
-      if (mesh.size(axis) > 1 && std::find(axes.begin(), axes.end(), axis) == axes.end())
+    for (Axis a : all_axes())
+      if (p_.size(a) > 1 && std::find(axes.begin(), axes.end(), a) == axes.end()) {
+        const std::string& axis = name_of(a);
         fail("strategy_name", "'" + s + "' does not use the " + axis + " axis, but mesh_dim gives it size " +
-                                  std::to_string(mesh.size(axis)) + "; set " + axis +
+                                  std::to_string(p_.size(a)) + "; set " + axis +
                                   " to 1 in mesh_dim or pick a strategy that includes " + axis +
                                   " (e.g. 3d)");
+      }
   }
 
   void check_schedule() const {
@@ -164,7 +155,7 @@ std::vector<std::string> strategy_names() {
   return names;
 }
 
-std::vector<std::string> strategy_axes(const std::string& strategy) {
+std::vector<Axis> strategy_axes(const std::string& strategy) {
   for (const auto& [name, axes] : strategies())
     if (name == strategy) return axes;
   return {};

@@ -56,4 +56,15 @@ Schedule assemble_schedule(ScheduleKind kind, int pp, int microbatches, int chun
   return s;
 }
 
+Schedule make_forward_only(int pp, int microbatches, int chunks) {
+  std::vector<std::vector<ComputeOp>> compute(pp);
+  for (int r = 0; r < pp; ++r)
+    for (int mb = 0; mb < microbatches; ++mb)
+      for (int c = 0; c < chunks; ++c) compute[r].push_back({ActionKind::Forward, mb, c});
+  Schedule s = assemble_schedule(ScheduleKind::Afab, pp, microbatches, chunks, compute);
+  s.name = "forward-only";
+  for (auto& actions : s.ranks) actions.pop_back();  // the OPTIMIZER_STEP: nothing to update
+  return s;
+}
+
 }  // namespace quintnet::core

@@ -23,6 +23,11 @@ Schedule make_interleaved(int pp, int microbatches, int chunks);
 // weight gradients deferred to fill the cool-down bubbles; same activation memory as 1F1B.
 Schedule make_zb_h1(int pp, int microbatches);
 
+// Evaluation: every microbatch forward through all stages, no backward, no optimizer
+// step — each rank runs its (microbatch, chunk) forwards in that order, receiving each
+// input just before and sending each output just after, as the training schedules do.
+Schedule make_forward_only(int pp, int microbatches, int chunks = 1);
+
 struct ComputeOp {
   ActionKind kind;  // Forward, Backward, BackwardInput or BackwardWeight
   int mb;

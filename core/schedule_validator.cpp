@@ -31,9 +31,9 @@ struct Posted {
   bool received = false;
 };
 
-class Executor {
+class LockstepRun {
  public:
-  Executor(const Schedule& s, const OpCosts& costs) : s_(s), costs_(costs) {
+  LockstepRun(const Schedule& s, const OpCosts& costs) : s_(s), costs_(costs) {
     const int p = s.pp;
     ranks_.resize(p);
     stats_.timeline.resize(p);
@@ -112,15 +112,31 @@ class Executor {
     ranks_[r].clock = end;
   }
 
-  // Executes the next action of rank r if it can run; false when blocked in a RECV.
+  // Runs the next action of rank r if it can run; false when blocked in a RECV.
   bool step(int r) {
     RankState& st = ranks_[r];
     const Step& current = steps_[r][st.pc];
     const Action& a = current.action;
     check_action_fields(r, a);
-    const auto key = std::make_pair(a.mb, a.chunk);
-    const double t = st.clock;
+    if (is_send(a.kind)) {
+      post(r, current);
+    } else if (is_recv(a.kind)) {
+      if (!receive(r, current)) return false;  // blocked
+    } else {
+      check_order(r, a);
+      double dur = costs_.per_action ? costs_.per_action(r, a) : -1.0;
+      if (!(dur >= 0.0)) dur = costs_.cost(a.kind, s_.chunks);
+      if (is_compute(a.kind)) stats_.busy_per_rank[r] += dur;
+      record(r, a, st.clock, st.clock + dur);
+    }
+    ++st.pc;
+    return true;
+  }
 
+  // A compute action, GRAD_SYNC or OPTIMIZER_STEP: runs only after what it needs.
+  void check_order(int r, const Action& a) {
+    RankState& st = ranks_[r];
+    const auto key = std::make_pair(a.mb, a.chunk);
     switch (a.kind) {
       case ActionKind::Forward:
         if (st.forward.count(key)) fail(r, a, "microbatch runs this stage forward twice");
@@ -147,44 +163,6 @@ class Executor {
         st.weight_grad.insert(key);
         --st.pending_w;
         break;
-      case ActionKind::SendAct:
-      case ActionKind::SendGrad: {
-        const bool grad = a.kind == ActionKind::SendGrad;
-        const int to_stage = current.message->to_stage;
-        if (to_stage < 0 || to_stage >= s_.num_stages())
-          fail(r, a, grad ? "the first stage has no previous stage to send a gradient to"
-                          : "the last stage has no next stage to send an activation to");
-        if (grad ? !(st.backward.count(key) || st.input_grad.count(key)) : !st.forward.count(key))
-          fail(r, a, grad ? "sends a gradient its backward has not produced yet"
-                          : "sends an activation its forward has not produced yet");
-        if (a.peer != s_.rank_of_stage(to_stage))
-          fail(r, a, "stage " + std::to_string(to_stage) + " lives on rank " +
-                         std::to_string(s_.rank_of_stage(to_stage)) + ", not on rank " + std::to_string(a.peer));
-        if (!posted_.emplace(*current.message, Posted{t, r}).second)
-          fail(r, a, "this message is sent twice");
-        record(r, a, t, t);
-        ++st.pc;
-        return true;
-      }
-      case ActionKind::RecvAct:
-      case ActionKind::RecvGrad: {
-        const bool grad = a.kind == ActionKind::RecvGrad;
-        const int from_stage = current.message->from_stage;
-        if (from_stage < 0 || from_stage >= s_.num_stages())
-          fail(r, a, grad ? "the last stage receives no gradient" : "the first stage receives no activation");
-        if (a.peer != s_.rank_of_stage(from_stage))
-          fail(r, a, "stage " + std::to_string(from_stage) + " lives on rank " +
-                         std::to_string(s_.rank_of_stage(from_stage)) + ", not on rank " + std::to_string(a.peer));
-        auto it = posted_.find(*current.message);
-        if (it == posted_.end()) return false;  // blocked
-        if (it->second.received) fail(r, a, "this message is received twice");
-        it->second.received = true;
-        (grad ? st.grad_in : st.act_in).insert(key);
-        record(r, a, t, costs_.p2p_rendezvous ? std::max(t, it->second.time) + costs_.p2p
-                                              : std::max(t, it->second.time + costs_.p2p));
-        ++st.pc;
-        return true;
-      }
       case ActionKind::GradSync:
         for (int mb = 0; mb < s_.microbatches; ++mb)
           if (!backward_done(st, {mb, a.chunk}))
@@ -196,12 +174,50 @@ class Executor {
         if (static_cast<int>(st.synced_chunks.size()) != s_.chunks)
           fail(r, a, "optimizer step before every chunk's GRAD_SYNC");
         break;
+      default:
+        break;
     }
-    double dur = costs_.per_action ? costs_.per_action(r, a) : -1.0;
-    if (!(dur >= 0.0)) dur = costs_.cost(a.kind, s_.chunks);
-    if (is_compute(a.kind)) stats_.busy_per_rank[r] += dur;
-    record(r, a, t, t + dur);
-    ++st.pc;
+  }
+
+  // SEND_*: posted at once (asynchronous), after what it carries was produced.
+  void post(int r, const Step& current) {
+    RankState& st = ranks_[r];
+    const Action& a = current.action;
+    const auto key = std::make_pair(a.mb, a.chunk);
+    const bool grad = a.kind == ActionKind::SendGrad;
+    const int to_stage = current.message->to_stage;
+    if (to_stage < 0 || to_stage >= s_.num_stages())
+      fail(r, a, grad ? "the first stage has no previous stage to send a gradient to"
+                      : "the last stage has no next stage to send an activation to");
+    if (grad ? !(st.backward.count(key) || st.input_grad.count(key)) : !st.forward.count(key))
+      fail(r, a, grad ? "sends a gradient its backward has not produced yet"
+                      : "sends an activation its forward has not produced yet");
+    if (a.peer != s_.rank_of_stage(to_stage))
+      fail(r, a, "stage " + std::to_string(to_stage) + " lives on rank " + std::to_string(s_.rank_of_stage(to_stage)) +
+                     ", not on rank " + std::to_string(a.peer));
+    if (!posted_.emplace(*current.message, Posted{st.clock, r}).second) fail(r, a, "this message is sent twice");
+    record(r, a, st.clock, st.clock);
+  }
+
+  // RECV_*: false while its message has not been posted; done when its data arrived.
+  bool receive(int r, const Step& current) {
+    RankState& st = ranks_[r];
+    const Action& a = current.action;
+    const bool grad = a.kind == ActionKind::RecvGrad;
+    const int from_stage = current.message->from_stage;
+    if (from_stage < 0 || from_stage >= s_.num_stages())
+      fail(r, a, grad ? "the last stage receives no gradient" : "the first stage receives no activation");
+    if (a.peer != s_.rank_of_stage(from_stage))
+      fail(r, a, "stage " + std::to_string(from_stage) + " lives on rank " +
+                     std::to_string(s_.rank_of_stage(from_stage)) + ", not on rank " + std::to_string(a.peer));
+    auto it = posted_.find(*current.message);
+    if (it == posted_.end()) return false;
+    if (it->second.received) fail(r, a, "this message is received twice");
+    it->second.received = true;
+    (grad ? st.grad_in : st.act_in).insert({a.mb, a.chunk});
+    const double t = st.clock;
+    record(r, a, t, costs_.p2p_rendezvous ? std::max(t, it->second.time) + costs_.p2p
+                                          : std::max(t, it->second.time + costs_.p2p));
     return true;
   }
 
@@ -280,7 +296,7 @@ ScheduleStats simulate_schedule(const Schedule& schedule, const OpCosts& costs) 
                    costs.grad_sync, costs.optimizer})
     if (!(c >= 0.0) || c > 1e15)
       throw ConfigError("costs: every op cost must be a finite number >= 0, got " + std::to_string(c));
-  return Executor(schedule, costs).run();
+  return LockstepRun(schedule, costs).run();
 }
 
 }  // namespace quintnet::core

@@ -38,13 +38,6 @@ nlohmann::ordered_json in_child(const std::function<std::string()>& body) {
   return nlohmann::ordered_json::parse(text);
 }
 
-void choose_collective(sim::Platform& platform, const std::optional<std::string>& collective) {
-  if (!collective) return;
-  if (*collective != "ring" && *collective != "hierarchical")
-    throw core::UserError("collective '" + *collective + "': expected ring or hierarchical");
-  platform.hierarchical_collectives = *collective == "hierarchical";
-}
-
 py::object simulate(const py::handle& plan_source, const std::string& platform_name, int nodes, const std::string& model,
                     int seq, std::optional<std::string> calibration_path, std::optional<std::string> collective,
                     std::optional<std::string> trace_path, bool exact) {
@@ -53,13 +46,14 @@ py::object simulate(const py::handle& plan_source, const std::string& platform_n
     std::optional<sim::Calibration> calibration;
     if (calibration_path) calibration = sim::read_calibration(*calibration_path);
     sim::Platform platform = calibration ? sim::calibrated_platform(*calibration, 1) : sim::load_platform(platform_name, nodes);
-    choose_collective(platform, collective);
-    const auto wall0 = std::chrono::steady_clock::now();
-    const sim::SimPlan sim_plan = sim::checked_sim_plan(plan, platform, model, seq, calibration ? &*calibration : nullptr);
-    const sim::SimResult r = sim::simulate_step(sim_plan, platform, exact);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-    if (trace_path) core::write_trace(sim::simulated_trace(r, platform, plan.to_json()), *trace_path);
-    return sim::simulation_summary(sim_plan, platform, r, wall).dump();
+    if (collective) sim::choose_collective(platform, *collective);
+    const sim::SimPlan sim_plan =
+        sim::checked_sim_plan(sim::simulated_layout(plan, model, seq), platform, calibration ? &*calibration : nullptr);
+    sim::SimulateRequest request;
+    request.exact = exact;
+    request.trace_path = trace_path.value_or("");
+    request.plan_json = plan.to_json();
+    return sim::simulate_plan(sim_plan, platform, request).summary.dump();
   });
   return from_json(summary);
 }

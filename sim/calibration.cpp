@@ -11,6 +11,7 @@
 
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "core/run_layout.h"
 #include "core/trace_analysis.h"
 
 namespace quintnet::sim {
@@ -128,11 +129,11 @@ bool fit_probe(const nlohmann::json& probe, const char* part, bool backward, con
 
 // Op costs (sim::OpTimeModel per tp degree), from the training ops' core-seconds and,
 // when the trace has one, the op-shape probe; also the slowdown between the two.
-void fit_op_costs(const core::Trace& trace, const core::Plan& plan, const std::string& source, Calibration& c) {
+void fit_op_costs(const core::Trace& trace, const core::RunLayout& layout, const std::string& source, Calibration& c) {
   const int threads = c.threads_per_rank;
-  const core::ModelDims dims = core::model_dims(plan.model, plan.max_seq_length);
-  const int pp = plan.pp(), tp = plan.tp(), chunks = plan.virtual_stages;
-  const std::vector<core::LayerRange> ranges = core::balanced_stages(dims, pp * chunks);
+  const core::ModelDims& dims = layout.model;
+  const int pp = layout.pp, tp = layout.tp, chunks = layout.chunks;
+  const std::vector<core::LayerRange>& ranges = layout.stages;
 
   // Compute: each op's core-seconds, FLOPs and layers, summed per direction.
   std::vector<const core::TraceEvent*> computes;
@@ -153,7 +154,7 @@ void fit_op_costs(const core::Trace& trace, const core::Plan& plan, const std::s
     const int rank_pp = e.rank < static_cast<int>(trace.ranks.size()) ? trace.ranks[e.rank].pp : 0;
     const int stage = std::max(0, e.chunk) * pp + rank_pp;
     const core::StageCost cost =
-        core::stage_cost(dims, ranges[stage].first, ranges[stage].end, plan.micro_batch_size(), tp, 4.0);
+        core::stage_cost(dims, ranges[stage].first, ranges[stage].end, layout.micro_batch_size, tp, 4.0);
     const bool is_forward = e.kind == "forward";
     const double part = is_forward || e.kind == "backward" ? 1.0 : 0.5;  // BI and BW: half a backward each
     Sums& sums = is_forward ? forward : backward;
@@ -253,9 +254,9 @@ std::vector<double> message_hops(const core::Trace& trace, int tp, double bandwi
 
 // The optimizer's time per parameter: its event holds the gradient-norm all-reduces
 // over tp and pp (the simulator models those as messages) and runs on every rank at once.
-double optimizer_s_per_parameter(const core::Trace& trace, const core::Plan& plan, const Calibration& c) {
-  const int threads = c.threads_per_rank, tp = plan.tp(), pp = plan.pp();
-  const core::ModelDims dims = core::model_dims(plan.model, plan.max_seq_length);
+double optimizer_s_per_parameter(const core::Trace& trace, const core::RunLayout& layout, const Calibration& c) {
+  const int threads = c.threads_per_rank, tp = layout.tp, pp = layout.pp;
+  const core::ModelDims& dims = layout.model;
   std::vector<double> optimizer;
   for (const auto& e : trace.events)
     if (e.lane == core::Lane::Compute && e.kind == "optimizer") optimizer.push_back(e.dur_us * 1e-6);
@@ -274,7 +275,7 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
                           trace.source + "'");
   if (trace.plan.is_null() || !trace.plan.is_object())
     throw core::UserError(source + ": the trace carries no plan (otherData.plan)");
-  const core::Plan plan = core::parse_plan_json(trace.plan, source).plan;
+  const core::RunLayout layout = core::resolve_layout(core::parse_plan_json(trace.plan, source).plan);
   Calibration c;
   c.source = source;
   c.cores = trace.platform.value("cores", 0);
@@ -283,14 +284,14 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
   c.threads_per_rank = threads;
   c.oversubscribed = static_cast<int>(trace.ranks.size()) * threads > c.cores;
 
-  fit_op_costs(trace, plan, source, c);
+  fit_op_costs(trace, layout, source, c);
 
   // Message latency per hop.  Gloo moves a pipeline message once both sides posted it,
   // so every message measures it: receive end - the later of send and receive.  On a
   // busy CPU they spread over milliseconds (whether the peers' threads get a core): the
   // simulation draws from the distribution, the mean is kept for analytic uses.
   c.bandwidth = 2e9;
-  std::vector<double> hops = message_hops(trace, plan.tp(), c.bandwidth);
+  std::vector<double> hops = message_hops(trace, layout.tp, c.bandwidth);
   c.fitted_messages = static_cast<int>(hops.size());
   c.latency_s = hops.empty() ? 0.0 : std::max(0.0, std::accumulate(hops.begin(), hops.end(), 0.0) / hops.size());
   // Their spread, for the simulator to draw from: the midpoints of 40 equal shares.
@@ -300,7 +301,7 @@ Calibration calibrate(const core::Trace& trace, const std::string& source) {
     for (int q = 0; q < kQuantiles; ++q)
       c.latencies_s.push_back(std::max(0.0, hops[static_cast<size_t>((q + 0.5) / kQuantiles * hops.size())]));
   }
-  c.optimizer_s_per_parameter = optimizer_s_per_parameter(trace, plan, c);
+  c.optimizer_s_per_parameter = optimizer_s_per_parameter(trace, layout, c);
   return c;
 }
 

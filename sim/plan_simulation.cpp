@@ -1,10 +1,12 @@
 #include "sim/plan_simulation.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "core/error.h"
 #include "sim/memory_estimate.h"
+#include "core/trace.h"
 
 namespace quintnet::sim {
 
@@ -14,10 +16,9 @@ std::string gib_text(double bytes) {
   return s;
 }
 
-SimPlan checked_sim_plan(const core::Plan& plan, Platform& platform, const std::string& model_override, int seq_len,
-                         const Calibration* calibration) {
-  if (calibration) platform = calibrated_platform(*calibration, plan.world_size());
-  SimPlan sim_plan = make_sim_plan(plan, platform, model_override, seq_len, calibration);
+SimPlan checked_sim_plan(const core::RunLayout& layout, Platform& platform, const Calibration* calibration) {
+  if (calibration) platform = calibrated_platform(*calibration, layout.world_size());
+  SimPlan sim_plan = make_sim_plan(layout, platform, calibration);
   for (size_t r = 0; r < sim_plan.memory_bytes.size(); ++r)
     if (platform.memory_bytes > 0 && sim_plan.memory_bytes[r] > platform.memory_bytes)
       throw core::UserError("the plan does not fit: pipeline rank " + std::to_string(r) + " needs " +
@@ -25,6 +26,26 @@ SimPlan checked_sim_plan(const core::Plan& plan, Platform& platform, const std::
                             "activations), the platform's GPUs have " + gib_text(platform.memory_bytes) +
                             "; use more tp/pp, fewer microbatches in flight or a smaller micro-batch");
   return sim_plan;
+}
+
+PlanSimulation simulate_plan(const SimPlan& plan, Platform& platform, const SimulateRequest& request) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  if (request.what_ifs) request.what_ifs(platform, plan.schedule.pp * plan.tp * plan.dp);
+  if (!request.trace_path.empty())
+    check_simulation_fits(plan, true, !request.exact && why_not_reducible(plan, platform).empty());
+  PlanSimulation out;
+  out.result = simulate_step(plan, platform, request.exact);
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  if (!request.trace_path.empty())
+    core::write_trace(simulated_trace(out.result, platform, request.plan_json), request.trace_path);
+  out.summary = simulation_summary(plan, platform, out.result, out.wall_s, request.measured_s);
+  return out;
+}
+
+void choose_collective(Platform& platform, const std::string& name) {
+  if (name != "ring" && name != "hierarchical")
+    throw core::UserError("collective '" + name + "': expected ring or hierarchical");
+  platform.hierarchical_collectives = name == "hierarchical";
 }
 
 core::Trace simulated_trace(const SimResult& r, const Platform& platform, nlohmann::json plan_json) {

@@ -17,10 +17,9 @@ core::Plan plan_of(const PlanQuery& q, const Candidate& c) {
   p.batch_size = q.global_batch;
   p.grad_acc_steps = c.microbatches;
   p.mesh_dim = {c.dp, c.tp, c.pp};
-  p.mesh_name = {"dp", "tp", "pp"};
   p.schedule = c.schedule;
   p.virtual_stages = c.chunks;
-  p.device_type = "cuda";
+  p.device_type = core::Device::Cuda;
   p.recompute = c.recompute;
   p.sequence_parallel = c.sequence_parallel;
   p.zero_stage = c.zero_stage;
@@ -67,7 +66,7 @@ double analytic_step(const SimPlan& s, const Candidate& c, const Platform& platf
 Candidate best_memory_options(const PlanQuery& q, const Candidate& base, const Platform& platform) {
   Candidate smallest = base;
   smallest.memory_bytes = 1e300;
-  for (const std::string& recompute : q.recompute) {
+  for (core::Recompute recompute : q.recompute) {
     Candidate best;
     bool found = false;
     for (bool sp : q.sequence_parallel)
@@ -99,14 +98,14 @@ std::string Candidate::layout() const {
   std::snprintf(s, sizeof(s), "dp %d x tp %d x pp %d, micro %d x %d, %s%s", dp, tp, pp, micro_batch, microbatches,
                 schedule.c_str(), chunks > 1 ? (" v" + std::to_string(chunks)).c_str() : "");
   std::string out = s;
-  if (recompute != "none") out += ", recompute " + recompute;
+  if (recompute != core::Recompute::None) out += ", recompute " + core::name_of(recompute);
   if (sequence_parallel) out += ", SP";
   if (zero_stage > 0) out += ", ZeRO-" + std::to_string(zero_stage);
   return out;
 }
 
 SimPlan candidate_sim_plan(const PlanQuery& q, const Candidate& c, const Platform& platform) {
-  return make_sim_plan(plan_of(q, c), platform, q.model, q.seq);
+  return make_sim_plan(simulated_layout(plan_of(q, c), q.model, q.seq), platform);
 }
 
 std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& platform) {

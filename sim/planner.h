@@ -22,7 +22,7 @@ struct PlanQuery {
   // Memory options tried for each layout (sequence parallelism only with tp > 1, ZeRO-1
   // only with dp > 1); the layout keeps its fastest set that fits, the least memory of
   // equally fast ones.
-  std::vector<std::string> recompute = {"none", "selective", "full"};
+  std::vector<core::Recompute> recompute = {core::Recompute::None, core::Recompute::Selective, core::Recompute::Full};
   std::vector<bool> sequence_parallel = {false, true};
   std::vector<int> zero_stage = {0, 1};
 };
@@ -30,7 +30,7 @@ struct PlanQuery {
 struct Candidate {
   int dp = 1, tp = 1, pp = 1, micro_batch = 1, microbatches = 1, chunks = 1;
   std::string schedule;
-  std::string recompute = "none";
+  core::Recompute recompute = core::Recompute::None;
   bool sequence_parallel = false;
   int zero_stage = 0;
   double memory_bytes = 0;     // the fullest rank

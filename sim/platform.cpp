@@ -188,6 +188,44 @@ std::string topology_name(Topology t) {
   }
 }
 
+namespace {
+
+// The fields that name one of a few choices: topology, collective, p2p.
+void read_named_choices(const nlohmann::json& j, const std::string& origin, Platform& p) {
+  if (j.contains("topology")) {
+    const auto& t = j.at("topology");
+    if (!t.is_string() || (t != "switch" && t != "fat-tree" && t != "rail"))
+      throw core::UserError(origin + ": 'topology' must be \"switch\", \"fat-tree\" or \"rail\", got " + t.dump());
+    p.topology = t == "fat-tree" ? Topology::FatTree : t == "rail" ? Topology::Rail : Topology::Switch;
+  }
+  if (j.contains("collective")) {
+    const auto& c = j.at("collective");
+    if (!c.is_string() || (c != "ring" && c != "hierarchical"))
+      throw core::UserError(origin + ": 'collective' must be \"ring\" or \"hierarchical\", got " + c.dump());
+    p.hierarchical_collectives = c == "hierarchical";
+  }
+  if (j.contains("p2p")) {
+    const auto& m = j.at("p2p");
+    if (!m.is_string() || (m != "eager" && m != "rendezvous"))
+      throw core::UserError(origin + ": 'p2p' must be \"eager\" or \"rendezvous\", got " + m.dump());
+    p.p2p_rendezvous = m == "rendezvous";
+  }
+}
+
+void refuse_unknown_fields(const nlohmann::json& j, const std::string& origin) {
+  static const std::vector<std::string> known = {"preset", "name", "nodes", "gpus_per_node", "nics_per_node",
+                                                 "peak_flops", "efficiency", "matrix_efficiency", "memory_bytes",
+                                                 "memory_bandwidth", "memory_efficiency", "intra_bandwidth",
+                                                 "intra_efficiency", "intra_latency", "nic_bandwidth", "nic_efficiency",
+                                                 "inter_latency", "sources", "oversubscription", "cores_per_node", "collective", "p2p",
+                                                 "topology", "nodes_per_leaf", "leaf_oversubscription"};
+  for (const auto& [key, value] : j.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      throw core::UserError(origin + ": unknown field '" + key + "'");
+}
+
+}  // namespace
+
 Platform platform_from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object())
     throw core::UserError(origin + ": a platform is a JSON object such as {\"preset\": \"dgx-a100\", \"nodes\": 4}");
@@ -230,25 +268,8 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
   number("oversubscription", p.oversubscription, 1);
   number("nodes_per_leaf", per_leaf, 1, 1e9);
   number("leaf_oversubscription", p.leaf_oversubscription, 1);
-  if (j.contains("topology")) {
-    const auto& t = j.at("topology");
-    if (!t.is_string() || (t != "switch" && t != "fat-tree" && t != "rail"))
-      throw core::UserError(origin + ": 'topology' must be \"switch\", \"fat-tree\" or \"rail\", got " + t.dump());
-    p.topology = t == "fat-tree" ? Topology::FatTree : t == "rail" ? Topology::Rail : Topology::Switch;
-  }
   if (p.efficiency > 1) throw core::UserError(origin + ": 'efficiency' is a fraction of peak, at most 1");
-  if (j.contains("collective")) {
-    const auto& c = j.at("collective");
-    if (!c.is_string() || (c != "ring" && c != "hierarchical"))
-      throw core::UserError(origin + ": 'collective' must be \"ring\" or \"hierarchical\", got " + c.dump());
-    p.hierarchical_collectives = c == "hierarchical";
-  }
-  if (j.contains("p2p")) {
-    const auto& m = j.at("p2p");
-    if (!m.is_string() || (m != "eager" && m != "rendezvous"))
-      throw core::UserError(origin + ": 'p2p' must be \"eager\" or \"rendezvous\", got " + m.dump());
-    p.p2p_rendezvous = m == "rendezvous";
-  }
+  read_named_choices(j, origin, p);
   p.nodes = static_cast<int>(nodes);
   p.gpus_per_node = static_cast<int>(gpus);
   p.nics_per_node = static_cast<int>(nics);
@@ -258,15 +279,7 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& origin) 
     throw core::UserError(origin + ": 'topology' " + topology_name(p.topology) +
                           " is a GPU cluster's network; ranks sharing CPU cores ('cores_per_node') talk over loopback");
   read_sources(j, origin, p);
-  static const std::vector<std::string> known = {"preset", "name", "nodes", "gpus_per_node", "nics_per_node",
-                                                 "peak_flops", "efficiency", "matrix_efficiency", "memory_bytes",
-                                                 "memory_bandwidth", "memory_efficiency", "intra_bandwidth",
-                                                 "intra_efficiency", "intra_latency", "nic_bandwidth", "nic_efficiency",
-                                                 "inter_latency", "sources", "oversubscription", "cores_per_node", "collective", "p2p",
-                                                 "topology", "nodes_per_leaf", "leaf_oversubscription"};
-  for (const auto& [key, value] : j.items())
-    if (std::find(known.begin(), known.end(), key) == known.end())
-      throw core::UserError(origin + ": unknown field '" + key + "'");
+  refuse_unknown_fields(j, origin);
   return p;
 }
 

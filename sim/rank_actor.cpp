@@ -31,11 +31,26 @@ void Recorder::add(int rank, core::Lane lane, const std::string& kind, const std
   trace.events.push_back(std::move(e));
 }
 
+namespace {
+
+// `rank`'s group along `axis`, its mailboxes named `name`.  A reduced step's dp groups
+// are empty: one replica stands for all (sim/simulation.h).
+RingGroup mesh_group(const SimStep& w, int rank, core::Axis axis, const std::string& name) {
+  const bool stand_in = axis == core::Axis::Dp && w.reduced;
+  return RingGroup{name, stand_in ? std::vector<int>{} : w.mesh.group(rank, axis), w.mesh.coord(rank, axis), 0};
+}
+
+// "dps1.0": a group's name from the coordinates of the other two axes.
+std::string group_name(const std::string& prefix, int a, int b) {
+  return prefix + std::to_string(a) + "." + std::to_string(b);
+}
+
+}  // namespace
+
 void dp_stream(SimStep& w, int r) {
   w.streams[r] = sg4::Actor::self();
-  const int pp = w.mesh.coord(r, "pp"), tp = w.mesh.coord(r, "tp"), dp = w.mesh.coord(r, "dp");
-  RingGroup group{"dps" + std::to_string(pp) + "." + std::to_string(tp), {}, dp, 0};
-  for (int d = 0; d < w.plan.dp && !w.reduced; ++d) group.ranks.push_back(w.mesh.rank({d, tp, pp}));
+  using core::Axis;
+  RingGroup group = mesh_group(w, r, Axis::Dp, group_name("dps", w.mesh.coord(r, Axis::Pp), w.mesh.coord(r, Axis::Tp)));
   sg4::Mailbox* requests = sg4::Mailbox::by_name("dpq:" + std::to_string(r));
   requests->set_receiver(sg4::Actor::self());
   for (;;) {
@@ -70,17 +85,14 @@ std::string message_box(const core::Message& m, int to_rank) {
 class RankActor : public core::ScheduleHandler {
  public:
   RankActor(SimStep& w, int r)
-      : w_(w), plan_(w.plan), r_(r), pp_(w.mesh.coord(r, "pp")), tp_(w.mesh.coord(r, "tp")),
-        dp_(w.mesh.coord(r, "dp")), v_(plan_.schedule.chunks),
+      : w_(w), plan_(w.plan), r_(r), pp_(w.mesh.coord(r, core::Axis::Pp)), tp_(w.mesh.coord(r, core::Axis::Tp)),
+        dp_(w.mesh.coord(r, core::Axis::Dp)), v_(plan_.schedule.chunks),
         // A straggler's host runs at full speed and its ops count 1/factor as many flops:
         // each takes 1/factor as long, whatever the host model (shared cores included).
         speed_(w.platform.gpu_flops() / w.platform.speed_factor(r)), jitter_(w.platform.jitter, r) {
-    tp_group_ = {"tp" + std::to_string(pp_) + "." + std::to_string(dp_), {}, tp_, 0};
-    for (int t = 0; t < plan_.tp; ++t) tp_group_.ranks.push_back(w.mesh.rank({dp_, t, pp_}));
-    pp_group_ = {"pp" + std::to_string(dp_) + "." + std::to_string(tp_), {}, pp_, 0};
-    for (int p = 0; p < plan_.schedule.pp; ++p) pp_group_.ranks.push_back(w.mesh.rank({dp_, tp_, p}));
-    dp_group_ = {"dpag" + std::to_string(pp_) + "." + std::to_string(tp_), {}, dp_, 0};
-    for (int d = 0; d < plan_.dp && !w.reduced; ++d) dp_group_.ranks.push_back(w.mesh.rank({d, tp_, pp_}));
+    tp_group_ = mesh_group(w, r, core::Axis::Tp, group_name("tp", pp_, dp_));
+    pp_group_ = mesh_group(w, r, core::Axis::Pp, group_name("pp", dp_, tp_));
+    dp_group_ = mesh_group(w, r, core::Axis::Dp, group_name("dpag", pp_, tp_));
     buckets_ = plan_.dp > 1 ? std::max(1, static_cast<int>(std::ceil(plan_.dp_grad_bytes[pp_] / v_ / plan_.bucket_bytes)))
                             : 0;
     to_stream_ = plan_.dp > 1 ? sg4::Mailbox::by_name("dpq:" + std::to_string(r)) : nullptr;
@@ -262,7 +274,7 @@ class RankActor : public core::ScheduleHandler {
     return w_.platform.p2p_rendezvous ? sg4::Mailbox::by_name(box) : eager_mailbox(box, receiver, w_.ranks);
   }
 
-  int rank_of_stage(int stage) const { return w_.mesh.rank({dp_, tp_, plan_.schedule.rank_of_stage(stage)}); }
+  int rank_of_stage(int stage) const { return pp_group_.ranks[plan_.schedule.rank_of_stage(stage)]; }
 
   SimStep& w_;
   const SimPlan& plan_;

@@ -17,14 +17,14 @@ struct RankWork {
   std::vector<core::Kernel> kernels;  // an op of a chunk takes 1/chunks of their time
 };
 
-core::KernelOptions kernel_options_of(const core::Plan& plan, int tp, double bytes_per_value) {
+core::KernelOptions kernel_options_of(const core::RunLayout& l, double bytes_per_value) {
   core::KernelOptions o;
-  o.micro_batch = plan.micro_batch_size();
-  o.tp = tp;
-  o.microbatches = plan.microbatches();
+  o.micro_batch = l.micro_batch_size;
+  o.tp = l.tp;
+  o.microbatches = l.microbatches;
   o.bytes_per_value = bytes_per_value;
-  o.set = core::parse_kernel_set(plan.kernels);
-  o.memory = core::MemoryOptions::of(plan);
+  o.set = l.plan.kernels;
+  o.memory = core::MemoryOptions::of(l.plan);
   return o;
 }
 
@@ -58,80 +58,86 @@ void push_roofline_op_times(SimPlan& s, RankWork&& w, const Platform& platform) 
 
 }  // namespace
 
-SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const std::string& model_override,
-                      int seq_len, const Calibration* calibration) {
-  const int world = plan.world_size();
-  if (world > platform.gpus())
-    throw core::UserError("the mesh " + plan.mesh().shape_string() + " needs " + std::to_string(world) +
-                          " GPUs; platform '" + platform.name + "' has " + std::to_string(platform.gpus()) + " (" +
-                          std::to_string(platform.nodes) + " nodes x " + std::to_string(platform.gpus_per_node) +
-                          ")" +
-                          (platform.xml_file.empty() ? "; use --nodes" : ", the hosts of the XML file"));
+core::RunLayout simulated_layout(const core::Plan& plan, const std::string& model_override, int seq_len) {
   core::ModelDims dims = model_override.empty()
                             ? core::model_dims(plan.model, seq_len > 0 ? seq_len : plan.max_seq_length)
                             : core::model_dims(model_override);
   if (seq_len > 0 && !dims.vit) dims.seq = seq_len;
-  SimPlan s;
-  s.model = dims.name;
-  s.tp = plan.tp();
-  s.dp = plan.dp();
-  const int pp = plan.pp(), chunks = plan.virtual_stages, stages = pp * chunks;
-  if (dims.layers < stages)
-    throw core::ConfigError("the model has " + std::to_string(dims.layers) + " layers, fewer than the " +
-                            std::to_string(stages) + " pipeline stages");
-  s.schedule = core::make_schedule(plan.schedule_kind(), pp, plan.microbatches(), chunks);
-  const int b = plan.micro_batch_size();
-  const double bytes = plan.device_type == "cpu" ? 4.0 : 2.0;  // fp32 on CPU, 16-bit on GPUs
-  const core::MemoryOptions options = core::MemoryOptions::of(plan);
-  s.zero_stage = plan.zero_stage;
-  const core::ScheduleStats shape = core::simulate_schedule(s.schedule);
-  const std::vector<core::LayerRange> ranges = core::balanced_stages(dims, stages);
-  s.step_end_collectives = true;
-  s.dp_overlap = plan.dp_overlap;
-  s.tp_overlap = plan.tp_overlap;
-  s.pp_scatter_gather = plan.pp_scatter_gather;
-  const core::KernelOptions kernel_options = kernel_options_of(plan, s.tp, bytes);
-  for (int r = 0; r < pp; ++r) {
-    RankWork work;
-    double params = 0, activations = 0, working = 0;
-    for (int c = 0; c < chunks; ++c) {
-      const core::LayerRange& range = ranges[c * pp + r];
-      const core::StageCost cost = core::stage_cost(dims, range.first, range.end, b, s.tp, bytes, options);
-      const auto stage_kernels = core::stage_kernels(dims, range.first, range.end, kernel_options);
-      work.kernels.insert(work.kernels.end(), stage_kernels.begin(), stage_kernels.end());
-      work.forward_flops += cost.forward_flops;
-      work.recompute_flops += cost.recompute_flops;
-      work.layers += stage_layer_count(dims, range);
-      working = std::max(working, cost.backward_working_bytes);
-      params += cost.parameters;
-      activations = std::max(activations, cost.activation_bytes);
-      s.p2p_bytes = cost.boundary_bytes;
-      s.tp_allreduce_bytes = cost.tp_allreduce_bytes;
-      s.tp_allreduces_per_op = cost.tp_allreduces_forward;  // per F (and per B) of one chunk
-      s.tp_allreduces_recompute = options.recompute == "full" ? cost.tp_allreduces_forward : 0;
-    }
-    if (calibration) push_calibrated_op_times(s, work, *calibration, world, options.recompute == "full");
-    else push_roofline_op_times(s, std::move(work), platform);
-    // The optimizer updates the rank's parameters (with ZeRO-1 its 1/dp of them): a
-    // memory-bound kernel, free on a platform without a memory bandwidth.
-    const double updated = params / (plan.zero_stage >= 1 ? s.dp : 1);
-    s.optimizer_s = std::max(s.optimizer_s, calibration ? calibration->optimizer_s_per_parameter * updated
-                                                        : memory_seconds(core::optimizer_bytes_per_parameter(bytes) * updated, platform));
-    s.dp_grad_bytes.push_back(params * bytes);
-    // Activations: each microbatch in flight at the peak keeps its stored ones, plus what
-    // one layer's backward holds while it runs (StageCost::backward_working_bytes), plus
-    // the pipeline's buffers (core::pipeline_buffer_bytes).
-    const bool sends_activations = r < pp - 1 || chunks > 1, sends_gradients = r > 0 || chunks > 1;
-    const double buffers = core::pipeline_buffer_bytes(s.p2p_bytes, shape.peak_activations[r], sends_activations,
-                                                       sends_gradients);
-    s.memory.push_back(core::rank_memory(params, activations * shape.peak_activations[r] + working + buffers,
-                                         bytes == 4.0, options, s.dp));
-    s.memory_bytes.push_back(s.memory.back().total());
+  return core::resolve_layout(plan, dims);
+}
+
+namespace {
+
+// One pipeline rank's share: its ops' times, its optimizer, its gradients and memory.
+void add_pipeline_rank(SimPlan& s, const core::RunLayout& l, int r, const core::ScheduleStats& shape,
+                       const Platform& platform, const Calibration* calibration) {
+  const double bytes = l.plan.device_type == core::Device::Cpu ? 4.0 : 2.0;  // fp32 on CPU, 16-bit on GPUs
+  const core::MemoryOptions options = core::MemoryOptions::of(l.plan);
+  const core::KernelOptions kernel_options = kernel_options_of(l, bytes);
+  const bool full_recompute = options.recompute == core::Recompute::Full;
+  RankWork work;
+  double params = 0, activations = 0, working = 0;
+  for (int c = 0; c < l.chunks; ++c) {
+    const core::LayerRange& range = l.stages[c * l.pp + r];
+    const core::StageCost cost =
+        core::stage_cost(l.model, range.first, range.end, l.micro_batch_size, l.tp, bytes, options);
+    const auto stage_kernels = core::stage_kernels(l.model, range.first, range.end, kernel_options);
+    work.kernels.insert(work.kernels.end(), stage_kernels.begin(), stage_kernels.end());
+    work.forward_flops += cost.forward_flops;
+    work.recompute_flops += cost.recompute_flops;
+    work.layers += stage_layer_count(l.model, range);
+    working = std::max(working, cost.backward_working_bytes);
+    params += cost.parameters;
+    activations = std::max(activations, cost.activation_bytes);
+    s.p2p_bytes = cost.boundary_bytes;
+    s.tp_allreduce_bytes = cost.tp_allreduce_bytes;
+    s.tp_allreduces_per_op = cost.tp_allreduces_forward;  // per F (and per B) of one chunk
+    s.tp_allreduces_recompute = full_recompute ? cost.tp_allreduces_forward : 0;
   }
-  s.bucket_bytes = plan.bucket_size_mb * 1024 * 1024;
-  s.samples_per_step = plan.batch_size;
-  s.tokens_per_sample = dims.seq;
-  s.flops_per_step = core::training_flops_per_sample(dims) * plan.batch_size;
+  if (calibration) push_calibrated_op_times(s, work, *calibration, l.world_size(), full_recompute);
+  else push_roofline_op_times(s, std::move(work), platform);
+  // The optimizer updates the rank's parameters (with ZeRO-1 its 1/dp of them): a
+  // memory-bound kernel, free on a platform without a memory bandwidth.
+  const double updated = params / (l.plan.zero_stage >= 1 ? s.dp : 1);
+  s.optimizer_s = std::max(s.optimizer_s, calibration ? calibration->optimizer_s_per_parameter * updated
+                                                      : memory_seconds(core::optimizer_bytes_per_parameter(bytes) * updated, platform));
+  s.dp_grad_bytes.push_back(params * bytes);
+  // Activations: each microbatch in flight at the peak keeps its stored ones, plus what
+  // one layer's backward holds while it runs (StageCost::backward_working_bytes), plus
+  // the pipeline's buffers (core::pipeline_buffer_bytes).
+  const bool sends_activations = r < l.pp - 1 || l.chunks > 1, sends_gradients = r > 0 || l.chunks > 1;
+  const double buffers =
+      core::pipeline_buffer_bytes(s.p2p_bytes, shape.peak_activations[r], sends_activations, sends_gradients);
+  s.memory.push_back(core::rank_memory(params, activations * shape.peak_activations[r] + working + buffers,
+                                       bytes == 4.0, options, s.dp));
+  s.memory_bytes.push_back(s.memory.back().total());
+}
+
+}  // namespace
+
+SimPlan make_sim_plan(const core::RunLayout& l, const Platform& platform, const Calibration* calibration) {
+  if (l.world_size() > platform.gpus())
+    throw core::UserError("the mesh " + l.mesh.shape_string() + " needs " + std::to_string(l.world_size()) +
+                          " GPUs; platform '" + platform.name + "' has " + std::to_string(platform.gpus()) + " (" +
+                          std::to_string(platform.nodes) + " nodes x " + std::to_string(platform.gpus_per_node) +
+                          ")" +
+                          (platform.xml_file.empty() ? "; use --nodes" : ", the hosts of the XML file"));
+  SimPlan s;
+  s.model = l.model.name;
+  s.tp = l.tp;
+  s.dp = l.dp;
+  s.schedule = l.schedule;
+  s.zero_stage = l.plan.zero_stage;
+  s.step_end_collectives = true;
+  s.dp_overlap = l.plan.dp_overlap;
+  s.tp_overlap = l.plan.tp_overlap;
+  s.pp_scatter_gather = l.plan.pp_scatter_gather;
+  const core::ScheduleStats shape = core::simulate_schedule(s.schedule);
+  for (int r = 0; r < l.pp; ++r) add_pipeline_rank(s, l, r, shape, platform, calibration);
+  s.bucket_bytes = l.plan.bucket_size_mb * 1024 * 1024;
+  s.samples_per_step = l.plan.batch_size;
+  s.tokens_per_sample = l.model.seq;
+  s.flops_per_step = core::training_flops_per_sample(l.model) * l.plan.batch_size;
   return s;
 }
 

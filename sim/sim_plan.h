@@ -9,6 +9,7 @@
 #include "core/cost_model.h"
 #include "core/layer_kernels.h"
 #include "core/plan.h"
+#include "core/run_layout.h"
 #include "core/schedule.h"
 #include "sim/calibration.h"
 #include "sim/platform.h"
@@ -53,14 +54,16 @@ struct SimPlan {
   std::string model;
 };
 
-// From a plan (its model, or `model_override` from core::known_models(), with
-// `seq_len`): each op's time is the roofline's (sim/roofline.h) over the kernels of its
-// pipeline rank's stages (core/layer_kernels.h) and the optimizer's its bytes at memory
-// bandwidth — or, with a calibration, the measured forward / backward speeds and
-// optimizer time.  Throws core::UserError for a plan
-// that does not fit the platform (too many ranks) — memory is checked by the caller.
-SimPlan make_sim_plan(const core::Plan& plan, const Platform& platform, const std::string& model_override = "",
-                      int seq_len = 0, const Calibration* calibration = nullptr);
+// The layout the simulator runs: the plan's, for its own model or for `model_override`
+// (one of core::known_models()), with `seq_len` tokens per sample when given.
+core::RunLayout simulated_layout(const core::Plan& plan, const std::string& model_override = "", int seq_len = 0);
+
+// From a run layout: each op's time is the roofline's (sim/roofline.h) over the kernels
+// of its pipeline rank's stages (core/layer_kernels.h) and the optimizer's its bytes at
+// memory bandwidth — or, with a calibration, the measured forward / backward speeds and
+// optimizer time.  Throws core::UserError for a layout that does not fit the platform
+// (too many ranks) — memory is checked by the caller.
+SimPlan make_sim_plan(const core::RunLayout& layout, const Platform& platform, const Calibration* calibration = nullptr);
 
 // Uniform op times (seconds) on `pp` ranks, tp = dp = 1, messages of `p2p_bytes`.
 SimPlan uniform_sim_plan(core::ScheduleKind kind, int pp, int microbatches, int chunks, double tf, double tb,

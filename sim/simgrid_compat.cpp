@@ -164,98 +164,125 @@ Platform inspect_xml_platform(const std::string& file) {
   return p;
 }
 
+namespace {
+
+// A GPU cluster's hosts and links (sim/platform.h says what each link stands for):
+// one host and one GPU link per rank, made first; the core (or spine), NICs and switch
+// uplinks made as routes need them.
+class ClusterLinks {
+ public:
+  ClusterLinks(const Platform& p, sg4::NetZone* zone, int ranks, const ReducedLayout* reduced)
+      : p_(p), zone_(zone), reduced_(reduced), tiers_(p.topology != Topology::Switch) {
+    for (int r = 0; r < ranks; ++r) {
+      hosts.push_back(zone->create_host("gpu" + std::to_string(r), p.gpu_flops()));
+      gpu_links_.push_back(zone->create_split_duplex_link("gpu" + std::to_string(r) + "-link", p.intra_link_bandwidth())
+                               ->set_latency(p.intra_latency / 2)
+                               ->seal());
+    }
+    const int full_ranks = reduced ? reduced->full_ranks : ranks;
+    nodes_ = (full_ranks + p.gpus_per_node - 1) / p.gpus_per_node;
+    // One switch: the core carries every node's NICs (over the oversubscription); a
+    // reduced model's flows are one replica's share of it.  Leaf or rail switches: the
+    // spine carries their uplinks (over the oversubscription).
+    const double nic_total = static_cast<double>(nodes_) * p.nics_per_node * p.nic_link_bandwidth();
+    if (nodes_ > 1)
+      core_ = zone->create_link(tiers_ ? "spine" : "core",
+                                tiers_ ? nic_total / p.leaf_oversubscription / p.oversubscription
+                                       : nic_total / p.oversubscription / (reduced ? reduced->replicas : 1))
+                  ->set_latency(0)
+                  ->seal();
+  }
+
+  // Where rank r sits: itself, or its place in the full step (reduced model).
+  int place(int r) const { return reduced_ ? reduced_->placement[static_cast<size_t>(r)] : r; }
+  bool across_nodes(int a, int b) const { return place(a) / p_.gpus_per_node != place(b) / p_.gpus_per_node; }
+
+  std::vector<sg4::LinkInRoute> route(int a, int b, bool across) {
+    using D = sg4::LinkInRoute::Direction;
+    std::vector<sg4::LinkInRoute> route = {sg4::LinkInRoute(gpu_links_[a], D::UP)};
+    if (across) {
+      route.emplace_back(nic_of(a), D::UP);
+      if (!tiers_) {
+        route.emplace_back(core_);
+      } else if (switch_of(a) != switch_of(b)) {
+        route.emplace_back(uplink_of(a), D::UP);
+        route.emplace_back(core_);
+        route.emplace_back(uplink_of(b), D::DOWN);
+      }
+      route.emplace_back(nic_of(b), D::DOWN);
+    }
+    route.emplace_back(gpu_links_[b], D::DOWN);
+    return route;
+  }
+
+  std::vector<sg4::Host*> hosts;
+
+ private:
+  // GPU i of a node leaves through NIC i mod nics (DGX: one NIC per GPU) or, when that
+  // one failed, the node's next working NIC.
+  int nic_index(int r) const {
+    const int nics = p_.nics_per_node, node = place(r) / p_.gpus_per_node, first = (place(r) % p_.gpus_per_node) % nics;
+    for (int k = 0; k < nics; ++k)
+      if (p_.nic_speed(node, (first + k) % nics) > 0) return (first + k) % nics;
+    throw core::UserError("node " + std::to_string(node) + " has no working NIC left, so its ranks cannot reach the other nodes");
+  }
+  sg4::Link* nic_of(int r) {
+    const int node = place(r) / p_.gpus_per_node, nic = nic_index(r);
+    sg4::Link*& link = nic_links_[node * p_.nics_per_node + nic];
+    if (!link)
+      link = zone_->create_split_duplex_link("node" + std::to_string(node) + "-nic" + std::to_string(nic),
+                                             p_.nic_link_bandwidth() * p_.nic_speed(node, nic))
+                 ->set_latency(p_.inter_latency / 2)
+                 ->seal();
+    return link;
+  }
+  // The leaf (fat-tree) or rail switch a rank's NIC hangs from.
+  int switch_of(int r) const {
+    const int node = place(r) / p_.gpus_per_node, group = node / p_.nodes_per_leaf;
+    return p_.topology == Topology::Rail ? group * p_.nics_per_node + nic_index(r) : group;
+  }
+  // A switch's uplinks: its NICs' bandwidth over the leaf oversubscription.
+  sg4::Link* uplink_of(int r) {
+    const int sw = switch_of(r), group = p_.topology == Topology::Rail ? sw / p_.nics_per_node : sw;
+    sg4::Link*& link = uplinks_[sw];
+    if (!link) {
+      const int member_nodes = std::min(p_.nodes_per_leaf, nodes_ - group * p_.nodes_per_leaf);
+      const double down = member_nodes * (p_.topology == Topology::Rail ? 1 : p_.nics_per_node) * p_.nic_link_bandwidth();
+      link = zone_->create_split_duplex_link("switch" + std::to_string(sw) + "-uplink", down / p_.leaf_oversubscription)
+                 ->set_latency(0)
+                 ->seal();
+    }
+    return link;
+  }
+
+  const Platform& p_;
+  sg4::NetZone* zone_;
+  const ReducedLayout* reduced_;
+  bool tiers_;
+  int nodes_ = 1;
+  std::vector<sg4::Link*> gpu_links_;
+  sg4::Link* core_ = nullptr;
+  std::map<int, sg4::Link*> nic_links_, uplinks_;
+};
+
+}  // namespace
+
 PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs,
                              const ReducedLayout* reduced) {
   if (!p.xml_file.empty()) return build_from_xml(p, ranks, pairs);
   if (p.cores_per_node > 0) return build_shared_cores(p, ranks, pairs);
   auto* zone = sg4::create_full_zone("cluster");
-  // Where rank r sits: itself, or its place in the full step (reduced model).
-  auto place = [&](int r) { return reduced ? reduced->placement[static_cast<size_t>(r)] : r; };
-  std::vector<sg4::Host*> hosts;
-  std::vector<sg4::Link*> gpu_links;
-  for (int r = 0; r < ranks; ++r) {
-    hosts.push_back(zone->create_host("gpu" + std::to_string(r), p.gpu_flops()));
-    gpu_links.push_back(zone->create_split_duplex_link("gpu" + std::to_string(r) + "-link", p.intra_link_bandwidth())
-                            ->set_latency(p.intra_latency / 2)
-                            ->seal());
-  }
-  const int full_ranks = reduced ? reduced->full_ranks : ranks;
-  const int nodes = (full_ranks + p.gpus_per_node - 1) / p.gpus_per_node, nics = p.nics_per_node;
-  // One switch: the core carries every node's NICs (over the oversubscription); a
-  // reduced model's flows are one replica's share of it.  Leaf or rail switches: the
-  // spine carries their uplinks (over the oversubscription).
-  const double nic_total = static_cast<double>(nodes) * nics * p.nic_link_bandwidth();
-  const bool tiers = p.topology != Topology::Switch;
-  sg4::Link* core = nullptr;
-  if (nodes > 1)
-    core = zone->create_link(tiers ? "spine" : "core", tiers ? nic_total / p.leaf_oversubscription / p.oversubscription
-                                                             : nic_total / p.oversubscription / (reduced ? reduced->replicas : 1))
-               ->set_latency(0)
-               ->seal();
-  // GPU i of a node leaves through NIC i mod nics (DGX: one NIC per GPU) or, when that
-  // one failed, the node's next working NIC; links made when used.
-  auto nic_index = [&](int r) {
-    const int node = place(r) / p.gpus_per_node, first = (place(r) % p.gpus_per_node) % nics;
-    for (int k = 0; k < nics; ++k)
-      if (p.nic_speed(node, (first + k) % nics) > 0) return (first + k) % nics;
-    throw core::UserError("node " + std::to_string(node) + " has no working NIC left, so its ranks cannot reach the other nodes");
-  };
-  std::map<int, sg4::Link*> nic_links;
-  auto nic_of = [&](int r) {
-    const int node = place(r) / p.gpus_per_node, nic = nic_index(r);
-    sg4::Link*& link = nic_links[node * nics + nic];
-    if (!link)
-      link = zone->create_split_duplex_link("node" + std::to_string(node) + "-nic" + std::to_string(nic),
-                                            p.nic_link_bandwidth() * p.nic_speed(node, nic))
-                 ->set_latency(p.inter_latency / 2)
-                 ->seal();
-    return link;
-  };
-  // The leaf (fat-tree) or rail switch a rank's NIC hangs from, and that switch's uplinks
-  // (its NICs' bandwidth over the leaf oversubscription); made when used.
-  auto switch_of = [&](int r) {
-    const int node = place(r) / p.gpus_per_node, group = node / p.nodes_per_leaf;
-    return p.topology == Topology::Rail ? group * nics + nic_index(r) : group;
-  };
-  std::map<int, sg4::Link*> uplinks;
-  auto uplink_of = [&](int r) {
-    const int sw = switch_of(r), group = p.topology == Topology::Rail ? sw / nics : sw;
-    sg4::Link*& link = uplinks[sw];
-    if (!link) {
-      const int member_nodes = std::min(p.nodes_per_leaf, nodes - group * p.nodes_per_leaf);
-      const double down = member_nodes * (p.topology == Topology::Rail ? 1 : nics) * p.nic_link_bandwidth();
-      link = zone->create_split_duplex_link("switch" + std::to_string(sw) + "-uplink", down / p.leaf_oversubscription)
-                 ->set_latency(0)
-                 ->seal();
-    }
-    return link;
-  };
-  using D = sg4::LinkInRoute::Direction;
-  auto route_between = [&](int a, int b, bool across) {
-    std::vector<sg4::LinkInRoute> route = {sg4::LinkInRoute(gpu_links[a], D::UP)};
-    if (across) {
-      route.emplace_back(nic_of(a), D::UP);
-      if (!tiers) {
-        route.emplace_back(core);
-      } else if (switch_of(a) != switch_of(b)) {
-        route.emplace_back(uplink_of(a), D::UP);
-        route.emplace_back(core);
-        route.emplace_back(uplink_of(b), D::DOWN);
-      }
-      route.emplace_back(nic_of(b), D::DOWN);
-    }
-    route.emplace_back(gpu_links[b], D::DOWN);
-    return route;
-  };
+  ClusterLinks links(p, zone, ranks, reduced);
+  const std::vector<sg4::Host*>& hosts = links.hosts;
   for (const auto& [a, b] : pairs)
     zone->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr,
-                    route_between(a, b, place(a) / p.gpus_per_node != place(b) / p.gpus_per_node), false);
+                    links.route(a, b, links.across_nodes(a, b)), false);
   PlatformHosts out{hosts, hosts, {}};
   if (reduced)
     for (int r = 0; r < ranks; ++r) {
       out.ring_peers.push_back(zone->create_host("gpu" + std::to_string(r) + "-ring-peer", p.gpu_flops()));
       zone->add_route(hosts[r]->get_netpoint(), out.ring_peers.back()->get_netpoint(), nullptr, nullptr,
-                      route_between(r, r, reduced->ring_across_nodes), false);
+                      links.route(r, r, reduced->ring_across_nodes), false);
     }
   zone->seal();
   return out;

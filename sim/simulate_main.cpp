@@ -3,7 +3,6 @@
 //   quintnet simulate --config plan.yaml --model gpt3-175b --platform dgx-a100 --nodes 128
 //   quintnet simulate --uniform 1,2 --schedule 1f1b --pp 4 --microbatches 8 --platform ideal
 //   quintnet simulate --allreduce 1e9 --ranks 8 --platform dgx-a100
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -125,15 +124,11 @@ int simulate(int argc, char** argv) {
   if (auto path = args.value("calibration")) calibration = sim::read_calibration(*path);
   sim::Platform platform = calibration ? sim::calibrated_platform(*calibration, 1)
                                        : sim::load_platform(args.get("platform", "dgx-a100"), args.get_int("nodes", 0, 0, 1 << 20));
-  if (auto c = args.value("collective")) {
-    if (*c != "ring" && *c != "hierarchical") throw UsageError("--collective '" + *c + "': expected ring or hierarchical");
-    platform.hierarchical_collectives = *c == "hierarchical";
-  }
+  if (auto c = args.value("collective")) sim::choose_collective(platform, *c);
   if (args.flag("show-platform")) {
     std::cout << sim::platform_to_json(platform).dump(2) << '\n';
     return 0;
   }
-  const auto wall0 = std::chrono::steady_clock::now();
 
   if (args.value("allreduce")) {
     const double bytes = number(args, "allreduce", 0);
@@ -167,30 +162,29 @@ int simulate(int argc, char** argv) {
     if (!config) throw UsageError("--config PLAN is required (or --uniform / --allreduce)");
     const core::LoadedPlan loaded = core::load_plan(*config);
     plan_json = loaded.plan.to_json();
-    plan = sim::checked_sim_plan(loaded.plan, platform, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24),
-                                 calibration ? &*calibration : nullptr);
+    const core::RunLayout layout =
+        sim::simulated_layout(loaded.plan, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24));
+    plan = sim::checked_sim_plan(layout, platform, calibration ? &*calibration : nullptr);
     what = plan.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
     if (args.flag("kernels")) return print_kernels(plan, platform, what);
   }
 
-  const int world = plan.schedule.pp * plan.tp * plan.dp;
-  sim::add_stragglers(platform, args.get("straggler", ""), args.get("slow-node", ""), world);
-  sim::add_nic_faults(platform, args.get("slow-nic", ""), args.get("failed-nic", ""), world);
-  platform.jitter = sim::parse_jitter(args.get("jitter", ""), static_cast<uint64_t>(args.get_int("seed", 1, 0, 1 << 30)));
-  const bool exact = args.flag("exact");
-  if (!args.get("trace", "").empty())
-    sim::check_simulation_fits(plan, true, !exact && sim::why_not_reducible(plan, platform).empty());
-  const sim::SimResult r = sim::simulate_step(plan, platform, exact);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  if (!args.get("trace", "").empty()) core::write_trace(sim::simulated_trace(r, platform, plan_json), args.get("trace", ""));
-  double measured = 0;
-  if (auto path = args.value("measured")) measured = core::median_step_time_us(core::read_trace(*path)) * 1e-6;
-  const nlohmann::ordered_json summary = sim::simulation_summary(plan, platform, r, wall, measured);
+  sim::SimulateRequest request;
+  request.exact = args.flag("exact");
+  request.trace_path = args.get("trace", "");
+  request.plan_json = plan_json;
+  if (auto path = args.value("measured")) request.measured_s = core::median_step_time_us(core::read_trace(*path)) * 1e-6;
+  request.what_ifs = [&](sim::Platform& p, int world) {
+    sim::add_stragglers(p, args.get("straggler", ""), args.get("slow-node", ""), world);
+    sim::add_nic_faults(p, args.get("slow-nic", ""), args.get("failed-nic", ""), world);
+    p.jitter = sim::parse_jitter(args.get("jitter", ""), static_cast<uint64_t>(args.get_int("seed", 1, 0, 1 << 30)));
+  };
+  const sim::PlanSimulation s = sim::simulate_plan(plan, platform, request);
   if (args.flag("json")) {
-    std::cout << summary.dump() << std::endl;
+    std::cout << s.summary.dump() << std::endl;
     return 0;
   }
-  print_summary(what, plan, platform, r, summary, measured, wall, exact);
+  print_summary(what, plan, platform, s.result, s.summary, request.measured_s, s.wall_s, request.exact);
   return 0;
 }
 

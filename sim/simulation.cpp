@@ -80,41 +80,78 @@ std::string why_not_reducible(const SimPlan& plan, const Platform& p) {
   return "";
 }
 
+namespace {
+
+core::Mesh simulated_mesh(int dp, int tp, int pp) { return core::Mesh::from_axes({dp, tp, pp}, core::all_axes()); }
+
+// Replica 0's ranks where they sit in the full step (the reduced model).
+ReducedLayout reduced_layout(const SimPlan& plan, const Platform& platform, const core::Mesh& mesh, int replicas) {
+  ReducedLayout layout;
+  const core::Mesh full = simulated_mesh(plan.dp, plan.tp, plan.schedule.pp);
+  for (int r = 0; r < mesh.world_size(); ++r)
+    layout.placement.push_back(full.rank({0, mesh.coord(r, core::Axis::Tp), mesh.coord(r, core::Axis::Pp)}));
+  layout.full_ranks = full.world_size();
+  layout.replicas = replicas;
+  layout.ring_across_nodes = ring_hops(plan, platform) != RingHops::Inside;
+  return layout;
+}
+
+// The (src, dst) pairs that exchange messages: tp ring neighbours, dp ring neighbours
+// (their routes: sim/collectives.h) and pipeline neighbours both ways.
+std::vector<std::pair<int, int>> message_pairs(const SimPlan& plan, const Platform& platform, const core::Mesh& mesh,
+                                               bool reduced) {
+  using core::Axis;
+  std::set<std::pair<int, int>> pairs;
+  auto next = [&](int r, Axis axis, int step) {
+    const std::vector<int> group = mesh.group(r, axis);
+    const int n = static_cast<int>(group.size());
+    return group[(mesh.coord(r, axis) + step + n) % n];
+  };
+  for (int r = 0; r < mesh.world_size(); ++r) {
+    if (plan.tp > 1) pairs.insert({r, next(r, Axis::Tp, 1)});
+    if (!reduced && plan.dp > 1) add_dp_routes(RingGroup{"dp", mesh.group(r, Axis::Dp), mesh.coord(r, Axis::Dp), 0},
+                                               platform, pairs);
+    if (plan.schedule.pp > 1) {
+      pairs.insert({r, next(r, Axis::Pp, 1)});
+      pairs.insert({r, next(r, Axis::Pp, -1)});
+    }
+  }
+  return {pairs.begin(), pairs.end()};
+}
+
+// The step's trace, step time and bubble; a reduced step's busy and exposed times copied
+// to the replicas it stands for.
+void collect_result(SimStep& step, const core::Mesh& mesh, int replicas, SimResult& result) {
+  core::Trace& t = step.recorder.trace;
+  t.source = "sim";
+  const int world = mesh.world_size();
+  for (int r = 0; r < world; ++r)
+    t.ranks.push_back({mesh.coord(r, core::Axis::Dp), mesh.coord(r, core::Axis::Tp), mesh.coord(r, core::Axis::Pp)});
+  for (const auto& e : t.events) result.step_time_s = std::max(result.step_time_s, e.end_us() / 1e6);
+  result.bubble_fraction = core::measured_bubble_fraction(t);
+  result.trace = std::move(t);
+  if (replicas == 1) return;
+  result.replicas = replicas;  // every replica's ranks did what replica 0's did
+  for (int d = 1; d < replicas; ++d)
+    for (int r = 0; r < world; ++r) {
+      result.busy_s.push_back(result.busy_s[r]);
+      result.exposed_comm_s.push_back(result.exposed_comm_s[r]);
+    }
+}
+
+}  // namespace
+
 SimResult simulate_step(const SimPlan& plan, const Platform& platform, bool exact) {
   const bool reduced = !exact && why_not_reducible(plan, platform).empty();
   check_simulation_fits(plan, false, reduced);  // refused with a message, never killed silently
-  const core::Schedule& s = plan.schedule;
   const int replicas = reduced ? plan.dp : 1;
-  const core::Mesh mesh({plan.dp / replicas, plan.tp, s.pp}, {"dp", "tp", "pp"});
+  const core::Mesh mesh = simulated_mesh(plan.dp / replicas, plan.tp, plan.schedule.pp);
   const int world = mesh.world_size();
-  // A DP ring hop in the full step: inside the node when every rank is on one.
-  ReducedLayout layout;
-  if (reduced) {  // replica 0's ranks where they sit in the full step
-    const core::Mesh full({plan.dp, plan.tp, s.pp}, {"dp", "tp", "pp"});
-    for (int r = 0; r < world; ++r) layout.placement.push_back(full.rank({0, mesh.coord(r, "tp"), mesh.coord(r, "pp")}));
-    layout.full_ranks = full.world_size();
-    layout.replicas = replicas;
-    layout.ring_across_nodes = ring_hops(plan, platform) != RingHops::Inside;
-  }
+  const ReducedLayout layout = reduced ? reduced_layout(plan, platform, mesh, replicas) : ReducedLayout{};
 
-  // The (src, dst) pairs that exchange messages: stage neighbours and ring neighbours.
-  std::set<std::pair<int, int>> pairs;
-  for (int r = 0; r < world; ++r) {
-    const int pp = mesh.coord(r, "pp"), tp = mesh.coord(r, "tp"), dp = mesh.coord(r, "dp");
-    auto rank_at = [&](int d, int t, int p) { return mesh.rank({d, t, p}); };
-    if (plan.tp > 1) pairs.insert({r, rank_at(dp, (tp + 1) % plan.tp, pp)});
-    if (!reduced && plan.dp > 1) {
-      RingGroup group{"dp", {}, dp, 0};
-      for (int d = 0; d < plan.dp; ++d) group.ranks.push_back(rank_at(d, tp, pp));
-      add_dp_routes(group, platform, pairs);
-    }
-    if (s.pp > 1) {
-      pairs.insert({r, rank_at(dp, tp, (pp + 1) % s.pp)});
-      pairs.insert({r, rank_at(dp, tp, (pp + s.pp - 1) % s.pp)});
-    }
-  }
   sg4::Engine engine = make_engine();
-  const PlatformHosts hosts = build_platform(platform, world, {pairs.begin(), pairs.end()}, reduced ? &layout : nullptr);
+  const PlatformHosts hosts =
+      build_platform(platform, world, message_pairs(plan, platform, mesh, reduced), reduced ? &layout : nullptr);
   std::unique_ptr<LatencyDraws> draws;
   if (!platform.measured_latencies.empty()) draws = std::make_unique<LatencyDraws>(platform.measured_latencies);
 
@@ -124,6 +161,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform, bool exac
   SimStep step{plan, platform, mesh, hosts, draws.get(), result, {}, std::vector<sg4::ActorPtr>(world),
                std::vector<sg4::ActorPtr>(world), {}};
   step.reduced = reduced;
+  // A DP ring hop in the full step: inside the node when every rank is on one.
   step.dp_ring_latency = layout.ring_across_nodes ? platform.intra_latency + platform.inter_latency : platform.intra_latency;
   if (plan.dp > 1)
     for (int r = 0; r < world; ++r)
@@ -131,22 +169,7 @@ SimResult simulate_step(const SimPlan& plan, const Platform& platform, bool exac
   for (int r = 0; r < world; ++r)
     start_actor("rank" + std::to_string(r), hosts.ranks[r], [&step, r] { rank_actor(step, r); });
   engine.run();
-
-  core::Trace& t = step.recorder.trace;
-  t.source = "sim";
-  for (int r = 0; r < world; ++r)
-    t.ranks.push_back({mesh.coord(r, "dp"), mesh.coord(r, "tp"), mesh.coord(r, "pp")});
-  for (const auto& e : t.events) result.step_time_s = std::max(result.step_time_s, e.end_us() / 1e6);
-  result.bubble_fraction = core::measured_bubble_fraction(t);
-  result.trace = std::move(t);
-  if (reduced) {  // every replica's ranks did what replica 0's did
-    result.replicas = replicas;
-    for (int d = 1; d < replicas; ++d)
-      for (int r = 0; r < world; ++r) {
-        result.busy_s.push_back(result.busy_s[r]);
-        result.exposed_comm_s.push_back(result.exposed_comm_s[r]);
-      }
-  }
+  collect_result(step, mesh, replicas, result);
   return result;
 }
 

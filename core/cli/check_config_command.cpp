@@ -55,7 +55,7 @@ int check_config_command(int argc, char** argv) {
               << "  batch      : global " << p.batch_size << " = micro " << p.micro_batch_size() << " x "
               << p.microbatches() << " microbatches x dp " << p.dp() << '\n'
               << "  training   : " << p.num_epochs << " epochs, lr " << p.learning_rate << ", max_grad_norm "
-              << p.max_grad_norm << ", seed " << p.seed << ", " << p.precision << '\n';
+              << p.max_grad_norm << ", seed " << p.seed << ", " << core::name_of(p.precision) << '\n';
     return 0;
   });
 }

@@ -101,9 +101,9 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
   ShardInfo info;
   const core::Mesh& mesh = comm.mesh();
   info.rank = rank;
-  info.dp = mesh.coord(rank, "dp");
-  info.tp = mesh.coord(rank, "tp");
-  info.pp = mesh.coord(rank, "pp");
+  info.dp = mesh.coord(rank, core::Axis::Dp);
+  info.tp = mesh.coord(rank, core::Axis::Tp);
+  info.pp = mesh.coord(rank, core::Axis::Pp);
   info.file = shard_file(rank);
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
     FlatParameters& flat = *pm.chunks[c].flat;
@@ -131,9 +131,9 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
   if (rank == 0) {
     Manifest& m = progress;
     m.plan = plan.to_json();
-    m.dp = mesh.size("dp");
-    m.tp = mesh.size("tp");
-    m.pp = mesh.size("pp");
+    m.dp = mesh.size(core::Axis::Dp);
+    m.tp = mesh.size(core::Axis::Tp);
+    m.pp = mesh.size(core::Axis::Pp);
     m.chunks = static_cast<int>(pm.chunks.size());
     m.tp_shard_dims.clear();
     m.shards.clear();
@@ -187,7 +187,7 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
   if (comm.rank() == 0) warn_about_plan_changes(m.plan, now);
 
   const core::Mesh& mesh = comm.mesh();
-  const bool same_layout = m.dp == mesh.size("dp") && m.tp == mesh.size("tp") && m.pp == mesh.size("pp") &&
+  const bool same_layout = m.dp == mesh.size(core::Axis::Dp) && m.tp == mesh.size(core::Axis::Tp) && m.pp == mesh.size(core::Axis::Pp) &&
                            m.chunks == static_cast<int>(pm.chunks.size());
   torch::NoGradGuard no_grad;
   for (size_t c = 0; c < pm.chunks.size(); ++c) {

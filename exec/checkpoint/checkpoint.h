@@ -17,8 +17,8 @@
 #include "core/plan.h"
 #include "exec/checkpoint/manifest.h"
 #include "exec/comm/communicator.h"
-#include "exec/train/flat_parameters.h"
-#include "exec/train/strategy.h"
+#include "exec/parallel/flat_adamw.h"
+#include "exec/parallel/parallel_model.h"
 
 namespace quintnet::exec {
 

@@ -15,34 +15,35 @@ std::string reason(const std::exception& e) {
   return e.what();
 }
 
-std::string join(const std::vector<std::string>& names) {
+std::string join(const std::vector<core::Axis>& axes) {
   std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : "+") + n;
+  for (core::Axis a : axes) out += (out.empty() ? "" : "+") + core::name_of(a);
   return out;
 }
 
 // NCCL for CUDA and Gloo for the CPU, except where NCCL cannot serve — more ranks on a
 // node than it has GPUs ("Duplicate GPU detected") — or where asked (QN_COMM_BACKEND=store).
-std::string choose_backend(const RankEnv& env, const std::string& device_type) {
+Communicator::Backend choose_backend(const RankEnv& env, core::Device device) {
+  using Backend = Communicator::Backend;
   const char* asked = std::getenv("QN_COMM_BACKEND");
   const std::string wanted = asked ? asked : "";
   if (!wanted.empty() && wanted != "store" && wanted != "auto")
     throw core::UserError("QN_COMM_BACKEND=" + wanted + ": choose store or auto");
-  if (wanted == "store") return "store";
-  if (device_type != "cuda") return "gloo";
+  if (wanted == "store") return Backend::Store;
+  if (device != core::Device::Cuda) return Backend::Gloo;
   const auto gpus = static_cast<int>(torch::cuda::device_count());
-  return gpus > 0 && env.local_world_size > gpus ? "store" : "nccl";
+  return gpus > 0 && env.local_world_size > gpus ? Backend::Store : Backend::Nccl;
 }
 
 }  // namespace
 
-Communicator::Communicator(const RankEnv& env, const core::Mesh& mesh, const std::string& device_type,
+Communicator::Communicator(const RankEnv& env, const core::Mesh& mesh, core::Device device,
                            std::chrono::milliseconds timeout)
-    : env_(env), mesh_(mesh), device_type_(device_type), backend_(choose_backend(env, device_type)), timeout_(timeout) {
+    : env_(env), mesh_(mesh), device_(device), backend_(choose_backend(env, device)), timeout_(timeout) {
   mesh_.check_world_size(env.world_size);
-  if (backend_ == "store" && env.rank == 0 && env.world_size > 1)
+  if (backend_ == Backend::Store && env.rank == 0 && env.world_size > 1)
     std::cout << "note: collectives and pipeline messages go through host memory and the rendezvous store ("
-              << (device_type == "cuda" ? std::to_string(env.local_world_size) + " ranks share " +
+              << (device == core::Device::Cuda ? std::to_string(env.local_world_size) + " ranks share " +
                                               std::to_string(torch::cuda::device_count()) +
                                               " GPU(s) on this node, which NCCL refuses"
                                         : std::string("QN_COMM_BACKEND=store"))
@@ -51,7 +52,7 @@ Communicator::Communicator(const RankEnv& env, const core::Mesh& mesh, const std
   std::vector<int> all(env.world_size);
   for (int r = 0; r < env.world_size; ++r) all[r] = r;
   world_ = build_group("world", all);
-  for (const char* a : {"tp", "dp", "pp"}) axis(a);
+  for (core::Axis a : {core::Axis::Tp, core::Axis::Dp, core::Axis::Pp}) axis(a);
 }
 
 void Communicator::connect_store() {
@@ -121,9 +122,9 @@ Group Communicator::build_group(const std::string& name, const std::vector<int>&
   const std::string prefix = "group/" + name + "/" + std::to_string(ranks.front());
   auto store = make_prefix_store(prefix, store_);
   try {
-    if (backend_ == "store")
+    if (backend_ == Backend::Store)
       g.backend = make_store_backend(store, g.rank, g.size(), timeout_);
-    else if (backend_ == "nccl")
+    else if (backend_ == Backend::Nccl)
       g.backend = make_nccl(store, g.rank, g.size(), timeout_);
     else
       g.backend = make_gloo(store, g.rank, g.size(), timeout_, env_.single_node() ? "127.0.0.1" : "");
@@ -135,13 +136,13 @@ Group Communicator::build_group(const std::string& name, const std::vector<int>&
   return g;
 }
 
-Group& Communicator::axis(const std::string& name) { return axes({name}); }
+Group& Communicator::axis(core::Axis axis) { return axes({axis}); }
 
-Group& Communicator::axes(const std::vector<std::string>& names) {
-  const std::string key = join(names);
+Group& Communicator::axes(const std::vector<core::Axis>& axes) {
+  const std::string key = join(axes);
   auto it = groups_.find(key);
   if (it != groups_.end()) return it->second;
-  std::vector<int> ranks = names.size() == 1 ? mesh_.group(env_.rank, names[0]) : mesh_.group(env_.rank, names);
+  std::vector<int> ranks = axes.size() == 1 ? mesh_.group(env_.rank, axes[0]) : mesh_.group(env_.rank, axes);
   return groups_.emplace(key, build_group(key, ranks)).first->second;
 }
 
@@ -180,7 +181,7 @@ c10::intrusive_ptr<c10d::Work> Communicator::reduce_scatter_sum_async(Group& g, 
 
 bool Communicator::gloo_lacks_dtype(const torch::Tensor& t) const {
   // Gloo (LibTorch 1.13) has no bfloat16 arithmetic ("Invalid scalar type"); NCCL has.
-  return device_type_ != "cuda" && t.scalar_type() == torch::kBFloat16;
+  return device_ != core::Device::Cuda && t.scalar_type() == torch::kBFloat16;
 }
 
 void Communicator::all_reduce_sum(Group& g, torch::Tensor& t) {
@@ -278,7 +279,7 @@ std::vector<std::string> Communicator::gather_strings(const std::string& mine) {
 void Communicator::barrier(Group& g) {
   if (!g.backend) return;
   // An all-reduce of one element: works the same on Gloo and NCCL.
-  auto t = torch::zeros({1}, device_type_ == "cuda" ? torch::kCUDA : torch::kCPU);
+  auto t = torch::zeros({1}, device_ == core::Device::Cuda ? torch::kCUDA : torch::kCPU);
   all_reduce_sum(g, t);
 }
 

@@ -45,8 +45,7 @@ class Communicator {
  public:
   // Rendezvous with every rank of `env` and build the groups of `mesh` (whose world
   // size must equal env.world_size: check with Plan validation first).
-  Communicator(const RankEnv& env, const core::Mesh& mesh, const std::string& device_type,
-               std::chrono::milliseconds timeout);
+  Communicator(const RankEnv& env, const core::Mesh& mesh, core::Device device, std::chrono::milliseconds timeout);
 
   const RankEnv& env() const { return env_; }
   const core::Mesh& mesh() const { return mesh_; }
@@ -60,8 +59,8 @@ class Communicator {
   // The training step in progress (1-based; 0 during set-up), for failure messages and
   // the heartbeat the other ranks read.
   void set_step(std::int64_t step);
-  Group& axis(const std::string& name);                 // "tp", "dp" or "pp"
-  Group& axes(const std::vector<std::string>& names);  // e.g. {"tp", "pp"}
+  Group& axis(core::Axis axis);
+  Group& axes(const std::vector<core::Axis>& axes);  // e.g. {Axis::Tp, Axis::Pp}
 
   // Collectives; each waits and turns a c10d failure into CommError naming the group.
   void all_reduce_sum(Group& g, torch::Tensor& t);
@@ -71,12 +70,13 @@ class Communicator {
   // this member's part into `output`.  Only where can_reduce_scatter(input).
   c10::intrusive_ptr<c10d::Work> reduce_scatter_sum_async(Group& g, torch::Tensor& input, torch::Tensor& output);
   bool can_reduce_scatter(const torch::Tensor& t) const {
-    return backend_ == "store" || (has_reduce_scatter(backend_ == "nccl") && !gloo_lacks_dtype(t));
+    return backend_ == Backend::Store || (has_reduce_scatter(backend_ == Backend::Nccl) && !gloo_lacks_dtype(t));
   }
-  // The groups' backend: "nccl" (CUDA), "gloo" (CPU) or "store" (through host memory and
-  // the rendezvous store, exec/comm/store_backend.h: where several ranks share a GPU,
-  // which NCCL refuses, or QN_COMM_BACKEND=store).
-  const std::string& backend() const { return backend_; }
+  // The groups' backend: NCCL (CUDA), Gloo (CPU) or Store (through host memory and the
+  // rendezvous store, exec/comm/store_backend.h: where several ranks share a GPU, which
+  // NCCL refuses, or QN_COMM_BACKEND=store).
+  enum class Backend { Gloo, Nccl, Store };
+  Backend backend() const { return backend_; }
   void broadcast(Group& g, torch::Tensor& t, int root_index);
   // Concatenates each member's `t` along `dim`, in group order.
   torch::Tensor all_gather(Group& g, const torch::Tensor& t, int64_t dim);
@@ -99,8 +99,8 @@ class Communicator {
 
   RankEnv env_;
   core::Mesh mesh_;
-  std::string device_type_;
-  std::string backend_;
+  core::Device device_;
+  Backend backend_;
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::Store> store_;
   Group world_;

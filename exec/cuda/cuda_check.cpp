@@ -14,7 +14,8 @@
 
 #include "exec/comm/c10d_compat.h"
 #include "exec/models/vit.h"
-#include "exec/train/flat_parameters.h"
+#include "exec/dp/flat_parameters.h"
+#include "exec/parallel/flat_adamw.h"
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "exec/comm/communicator.h"
-#include "exec/train/flat_parameters.h"
+#include "exec/dp/flat_parameters.h"
 
 namespace quintnet::exec {
 

@@ -13,10 +13,11 @@
 #include "core/cli/main_guard.h"
 #include "core/plan.h"
 #include "exec/comm/communicator.h"
-#include "core/schedule_generators.h"
+#include "core/run_layout.h"
 #include "exec/pp/pipeline_runner.h"
 #include "exec/models/vit.h"
-#include "exec/train/strategy.h"
+#include "exec/parallel/flat_adamw.h"
+#include "exec/parallel/strategy.h"
 
 using namespace quintnet;
 
@@ -24,26 +25,27 @@ int main(int argc, char** argv) {
   return core::cli::guarded_main("example_strategy", [&] {
     if (argc != 2) throw core::UserError("usage: example_strategy PLAN.yaml");
     const exec::RankEnv env = exec::read_rank_env();
-    const core::Plan plan = core::load_plan(argv[1], env.world_size).plan;
-    exec::Communicator comm(env, plan.mesh(), plan.device_type, std::chrono::seconds(60));
+    // The plan resolved once: mesh, strategy, schedule and stages (core/run_layout.h).
+    const core::RunLayout layout = core::resolve_layout(core::load_plan(argv[1], env.world_size).plan);
+    const core::Plan& plan = layout.plan;
+    exec::Communicator comm(env, layout.mesh, plan.device_type, std::chrono::seconds(60));
 
     torch::manual_seed(plan.seed);
     exec::ViT serial(plan.model, exec::TpContext{});
-    auto strategy = exec::make_strategy(plan.strategy(), comm, plan);
+    auto strategy = exec::make_strategy(comm, layout);
     std::unique_ptr<exec::ParallelModel> model = strategy->apply(serial.ptr());
     std::vector<std::unique_ptr<exec::FlatAdamW>> optimizers;
     for (auto& chunk : model->chunks) optimizers.push_back(std::make_unique<exec::FlatAdamW>(*chunk.flat, plan.weight_decay));
-    const int m = plan.microbatches(), pp = plan.mesh().size("pp");
+    const int m = layout.microbatches, b = layout.micro_batch_size;
     const int64_t tokens = (plan.model.img_size / plan.model.patch_size) * (plan.model.img_size / plan.model.patch_size) + 1;
-    exec::PipelineRunner runner(core::make_schedule(plan.schedule_kind(), pp, m, static_cast<int>(model->chunks.size())),
-                                *model, comm, tokens, plan.model.hidden_dim);
+    exec::PipelineRunner runner(layout.schedule, *model, comm, tokens, plan.model.hidden_dim);
 
     for (int step = 0; step < 5; ++step) {
-      torch::manual_seed(step * 100 + comm.mesh().coord(comm.rank(), "dp"));  // each replica its own data
+      torch::manual_seed(step * 100 + comm.mesh().coord(comm.rank(), core::Axis::Dp));  // each replica its own data
       std::vector<torch::Tensor> inputs, labels;
       for (int j = 0; j < m; ++j) {
-        inputs.push_back(torch::randn({plan.micro_batch_size(), plan.model.in_channels, plan.model.img_size, plan.model.img_size}));
-        labels.push_back(torch::randint(0, plan.model.num_classes, {plan.micro_batch_size()}));
+        inputs.push_back(torch::randn({b, plan.model.in_channels, plan.model.img_size, plan.model.img_size}));
+        labels.push_back(torch::randint(0, plan.model.num_classes, {b}));
       }
       for (auto& chunk : model->chunks) chunk.flat->zero_grad();
       const exec::StepStats stats = runner.train_step(inputs, labels);  // forward, backward, DP sync

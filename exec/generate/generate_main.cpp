@@ -114,8 +114,8 @@ int generate(int argc, char** argv) {
     throw core::UserError("the model's vocabulary (" + std::to_string(config.vocab_size) + ") is smaller than the tokenizer's");
 
   const exec::RankEnv env = exec::read_rank_env();
-  exec::Communicator comm(env, core::Mesh({env.world_size}, {"tp"}), "cpu", std::chrono::seconds(300));
-  const exec::TpContext tp = env.world_size > 1 ? exec::TpContext{&comm, &comm.axis("tp")} : exec::TpContext{};
+  exec::Communicator comm(env, core::Mesh::from_axes({env.world_size}, {core::Axis::Tp}), core::Device::Cpu, std::chrono::seconds(300));
+  const exec::TpContext tp = env.world_size > 1 ? exec::TpContext{&comm, &comm.axis(core::Axis::Tp)} : exec::TpContext{};
   exec::Gpt2 model(config, tp);
   if (manifest) {
     exec::ShardReader reader(checkpoint_dir, *manifest);

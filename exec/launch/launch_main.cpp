@@ -188,81 +188,100 @@ const std::vector<OptionSpec> kOptions = {
     {"grace", "SECONDS", "time a rank gets to exit after SIGTERM before SIGKILL [5]"},
 };
 
-int launch(int argc, char** argv) {
-  Args args("quintnet launch", kOptions, argc, argv, /*options_end_at_command=*/true);
-  if (args.help_requested()) {
-    std::cout << args.usage("--nproc N [--nnodes K --node-rank R --master-addr A --master-port P] [--] COMMAND...")
-              << "\nStarts N ranks running COMMAND with torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK,\n"
-                 "LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE, MASTER_ADDR,\n"
-                 "MASTER_PORT). Options may be spelled as torchrun spells them (--nproc_per_node,\n"
-                 "--node_rank, --master_addr, --master_port); everything from COMMAND on is COMMAND's.\n"
-                 "If a rank fails the others are stopped and the launcher exits non-zero naming the rank.\n";
-    return 0;
-  }
-  const int nproc = args.value("nproc") ? args.get_int("nproc", 1, 1, 1024) : args.get_int("nproc-per-node", 0, 1, 1024);
-  if (nproc == 0) throw UsageError("--nproc N is required (ranks to start on this node)");
-  const int nnodes = args.get_int("nnodes", 1, 1, 65536);
-  const int node_rank = args.get_int("node-rank", 0, 0, nnodes - 1);
-  const std::string addr = args.get("master-addr", "127.0.0.1");
-  const int port = args.value("master-port") ? args.get_int("master-port", 29500, 1, 65535)
-                                             : (nnodes == 1 ? free_port() : 29500);
-  const int grace = args.get_int("grace", 5, 0, 3600);
+// Where and how this node's ranks start (the launcher's options, resolved).
+struct LaunchConfig {
+  int nproc = 0, nnodes = 1, node_rank = 0, port = 0, grace = 5;
+  std::string addr, token;
+  std::vector<std::string> command;
+};
+
+LaunchConfig read_config(Args& args) {
+  LaunchConfig c;
+  c.nproc = args.value("nproc") ? args.get_int("nproc", 1, 1, 1024) : args.get_int("nproc-per-node", 0, 1, 1024);
+  if (c.nproc == 0) throw UsageError("--nproc N is required (ranks to start on this node)");
+  c.nnodes = args.get_int("nnodes", 1, 1, 65536);
+  c.node_rank = args.get_int("node-rank", 0, 0, c.nnodes - 1);
+  c.addr = args.get("master-addr", "127.0.0.1");
+  c.port = args.value("master-port") ? args.get_int("master-port", 29500, 1, 65535)
+                                     : (c.nnodes == 1 ? free_port() : 29500);
+  c.grace = args.get_int("grace", 5, 0, 3600);
   // The rendezvous only this run's ranks can join: one node meets through a FileStore in
   // a private folder (nothing listens on the network), and every run has a token.
   const char* env_token = std::getenv("QN_RUN_TOKEN");
-  std::string token = args.get("token", env_token ? env_token : "");
-  if (token.empty()) {
-    if (nnodes > 1)
-      throw UsageError("--nnodes " + std::to_string(nnodes) +
+  c.token = args.get("token", env_token ? env_token : "");
+  if (c.token.empty()) {
+    if (c.nnodes > 1)
+      throw UsageError("--nnodes " + std::to_string(c.nnodes) +
                        ": give every node the same --token T (or QN_RUN_TOKEN), so only this run's ranks can join");
-    token = random_token();
+    c.token = random_token();
   }
-  std::optional<StoreDir> store_dir;
-  if (nnodes == 1) store_dir.emplace();
-  std::vector<std::string> cmd = args.positional();
-  if (cmd.empty()) throw UsageError("no command to launch; usage: quintnet launch --nproc N [--] COMMAND...");
-  cmd[0] = resolve_command(cmd[0]);
+  c.command = args.positional();
+  if (c.command.empty()) throw UsageError("no command to launch; usage: quintnet launch --nproc N [--] COMMAND...");
+  c.command[0] = resolve_command(c.command[0]);
+  return c;
+}
 
+// This node's ranks, started with torchrun's environment.
+std::vector<Child> start_ranks(const LaunchConfig& l, const StoreDir* store_dir) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<Child> children(nproc);
-  for (int i = 0; i < nproc; ++i) {
+  std::vector<Child> children(l.nproc);
+  for (int i = 0; i < l.nproc; ++i) {
     Child& c = children[i];
-    c.rank = node_rank * nproc + i;
+    c.rank = l.node_rank * l.nproc + i;
+    const std::string world = std::to_string(l.nnodes * l.nproc);
     std::vector<std::pair<std::string, std::string>> env = {
-        {"RANK", std::to_string(c.rank)},          {"WORLD_SIZE", std::to_string(nnodes * nproc)},
-        {"LOCAL_RANK", std::to_string(i)},         {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
-        {"GROUP_RANK", std::to_string(node_rank)}, {"GROUP_WORLD_SIZE", std::to_string(nnodes)},
-        {"ROLE_RANK", std::to_string(c.rank)},     {"ROLE_WORLD_SIZE", std::to_string(nnodes * nproc)},
-        {"ROLE_NAME", "default"},                  {"MASTER_ADDR", addr},
-        {"MASTER_PORT", std::to_string(port)},     {"TORCHELASTIC_RESTART_COUNT", "0"},
-        {"TORCHELASTIC_MAX_RESTARTS", "0"},        {"QN_RUN_TOKEN", token}};
+        {"RANK", std::to_string(c.rank)},            {"WORLD_SIZE", world},
+        {"LOCAL_RANK", std::to_string(i)},           {"LOCAL_WORLD_SIZE", std::to_string(l.nproc)},
+        {"GROUP_RANK", std::to_string(l.node_rank)}, {"GROUP_WORLD_SIZE", std::to_string(l.nnodes)},
+        {"ROLE_RANK", std::to_string(c.rank)},       {"ROLE_WORLD_SIZE", world},
+        {"ROLE_NAME", "default"},                    {"MASTER_ADDR", l.addr},
+        {"MASTER_PORT", std::to_string(l.port)},     {"TORCHELASTIC_RESTART_COUNT", "0"},
+        {"TORCHELASTIC_MAX_RESTARTS", "0"},          {"QN_RUN_TOKEN", l.token}};
     if (store_dir) env.push_back({"QN_STORE_DIR", store_dir->path});
     // Unlike torchrun, which sets OMP_NUM_THREADS=1 for several ranks, each rank gets an
     // equal share of the node's cores (at least 1) unless the user set it: CPU ranks
     // compute with intra-op threads, and one thread each would leave cores idle.
     if (!std::getenv("OMP_NUM_THREADS"))
-      env.push_back({"OMP_NUM_THREADS", std::to_string(std::max(1u, cores / static_cast<unsigned>(nproc)))});
-    c.pid = spawn(cmd, env, c.out_fd, c.err_fd);
+      env.push_back({"OMP_NUM_THREADS", std::to_string(std::max(1u, cores / static_cast<unsigned>(l.nproc)))});
+    c.pid = spawn(l.command, env, c.out_fd, c.err_fd);
+  }
+  return children;
+}
+
+// Watches the ranks until all have ended: their output forwarded line by line, the
+// first failure stopping the others (SIGTERM, then SIGKILL after the grace time),
+// Ctrl-C forwarded once (a second one kills).
+class Supervisor {
+ public:
+  Supervisor(std::vector<Child>& children, int grace) : children_(children), grace_(grace) {}
+
+  int run() {
+    for (;;) {
+      const bool had_output = forward_output();
+      reap();
+      escalate();
+      bool any_running = false, any_open = false;
+      for (auto& c : children_) any_running |= c.running, any_open |= (c.out_fd >= 0 || c.err_fd >= 0);
+      if (!any_running && (!any_open || !had_output)) break;
+    }
+    for (auto& c : children_) {
+      flush_lines(c.out_buf, c.rank, std::cout, true);
+      flush_lines(c.err_buf, c.rank, std::cerr, true);
+    }
+    return exit_code();
   }
 
-  struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-
-  int first_failure = -1;  // index into children
-  int forwarded = 0;
-  Clock::time_point term_sent{};
-  bool killed = false;
-  auto signal_all = [&](int sig) {
-    for (auto& c : children)
+ private:
+  void signal_all(int sig) {
+    for (auto& c : children_)
       if (c.running) kill(-c.pid, sig);
-  };
+  }
 
-  for (;;) {
+  // Polls the ranks' pipes (100 ms at most); false when none is open.
+  bool forward_output() {
     std::vector<pollfd> fds;
     std::vector<std::pair<Child*, bool>> owners;  // (child, is stderr)
-    for (auto& c : children) {
+    for (auto& c : children_) {
       if (c.out_fd >= 0) fds.push_back({c.out_fd, POLLIN, 0}), owners.push_back({&c, false});
       if (c.err_fd >= 0) fds.push_back({c.err_fd, POLLIN, 0}), owners.push_back({&c, true});
     }
@@ -275,57 +294,83 @@ int launch(int argc, char** argv) {
       }
       flush_lines(is_err ? c.err_buf : c.out_buf, c.rank, is_err ? std::cerr : std::cout, false);
     }
+    return !fds.empty();
+  }
 
-    // Reap exited ranks.
-    for (auto& c : children) {
+  // Exited ranks; the first failure stops the others.
+  void reap() {
+    for (auto& c : children_) {
       if (!c.running) continue;
       int status = 0;
-      if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
-        c.running = false;
-        c.status = status;
-        const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok && first_failure < 0 && forwarded == 0) {
-          first_failure = static_cast<int>(&c - children.data());
-          std::cerr << "quintnet launch: rank " << c.rank << " failed (" << describe_status(status)
-                    << "); stopping the other ranks" << std::endl;
-          signal_all(SIGTERM);
-          signal_all(SIGCONT);  // a stopped rank (SIGSTOP, a debugger) must run to see the SIGTERM
-          term_sent = Clock::now();
-        }
+      if (waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
+      c.running = false;
+      c.status = status;
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!ok && first_failure_ < 0 && forwarded_ == 0) {
+        first_failure_ = static_cast<int>(&c - children_.data());
+        std::cerr << "quintnet launch: rank " << c.rank << " failed (" << describe_status(status)
+                  << "); stopping the other ranks" << std::endl;
+        signal_all(SIGTERM);
+        signal_all(SIGCONT);  // a stopped rank (SIGSTOP, a debugger) must run to see the SIGTERM
+        term_sent_ = Clock::now();
       }
     }
-    // Ctrl-C: forward once as SIGINT; a second one kills.
-    if (g_interrupts > forwarded) {
-      forwarded = g_interrupts;
-      signal_all(forwarded == 1 ? SIGINT : SIGKILL);
-      if (forwarded == 1) term_sent = Clock::now();
+  }
+
+  // Ctrl-C forwarded; SIGKILL once the grace time after a SIGTERM or SIGINT is over.
+  void escalate() {
+    if (g_interrupts > forwarded_) {
+      forwarded_ = g_interrupts;
+      signal_all(forwarded_ == 1 ? SIGINT : SIGKILL);
+      if (forwarded_ == 1) term_sent_ = Clock::now();
     }
-    if (term_sent != Clock::time_point{} && !killed && Clock::now() - term_sent > std::chrono::seconds(grace)) {
+    if (term_sent_ != Clock::time_point{} && !killed_ && Clock::now() - term_sent_ > std::chrono::seconds(grace_)) {
       signal_all(SIGKILL);
-      killed = true;
+      killed_ = true;
     }
-
-    bool any_running = false, any_open = false;
-    for (auto& c : children) any_running |= c.running, any_open |= (c.out_fd >= 0 || c.err_fd >= 0);
-    if (!any_running && !any_open) break;
-    if (!any_running && fds.empty()) break;
-  }
-  for (auto& c : children) {
-    flush_lines(c.out_buf, c.rank, std::cout, true);
-    flush_lines(c.err_buf, c.rank, std::cerr, true);
   }
 
-  if (forwarded > 0) {
-    std::cerr << "quintnet launch: interrupted; all ranks stopped" << std::endl;
-    return 130;
-  }
-  if (first_failure >= 0) {
-    const Child& c = children[first_failure];
+  int exit_code() const {
+    if (forwarded_ > 0) {
+      std::cerr << "quintnet launch: interrupted; all ranks stopped" << std::endl;
+      return 130;
+    }
+    if (first_failure_ < 0) return 0;
+    const Child& c = children_[first_failure_];
     std::cerr << "quintnet launch: failed: rank " << c.rank << " (pid " << c.pid << ") ended with "
               << describe_status(c.status) << std::endl;
     return WIFEXITED(c.status) && WEXITSTATUS(c.status) == 2 ? 2 : 1;
   }
-  return 0;
+
+  std::vector<Child>& children_;
+  int grace_;
+  int first_failure_ = -1;  // index into children_
+  int forwarded_ = 0;       // interrupts forwarded
+  Clock::time_point term_sent_{};
+  bool killed_ = false;
+};
+
+int launch(int argc, char** argv) {
+  Args args("quintnet launch", kOptions, argc, argv, /*options_end_at_command=*/true);
+  if (args.help_requested()) {
+    std::cout << args.usage("--nproc N [--nnodes K --node-rank R --master-addr A --master-port P] [--] COMMAND...")
+              << "\nStarts N ranks running COMMAND with torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK,\n"
+                 "LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE, MASTER_ADDR,\n"
+                 "MASTER_PORT). Options may be spelled as torchrun spells them (--nproc_per_node,\n"
+                 "--node_rank, --master_addr, --master_port); everything from COMMAND on is COMMAND's.\n"
+                 "If a rank fails the others are stopped and the launcher exits non-zero naming the rank.\n";
+    return 0;
+  }
+  const LaunchConfig config = read_config(args);
+  std::optional<StoreDir> store_dir;
+  if (config.nnodes == 1) store_dir.emplace();
+  std::vector<Child> children = start_ranks(config, store_dir ? &*store_dir : nullptr);
+
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  return Supervisor(children, config.grace).run();
 }
 
 }  // namespace

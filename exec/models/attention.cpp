@@ -10,7 +10,7 @@
 #include "exec/kernels/attention_cpu.h"
 #include "exec/models/random_state.h"
 #include "exec/models/recompute.h"
-#include "exec/train/autocast.h"
+#include "exec/precision/autocast.h"
 
 namespace quintnet::exec {
 namespace {

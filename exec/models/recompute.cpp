@@ -2,9 +2,8 @@
 
 #include <atomic>
 
-#include "core/error.h"
 #include "exec/models/random_state.h"
-#include "exec/train/autocast.h"
+#include "exec/precision/autocast.h"
 
 namespace quintnet::exec {
 namespace {
@@ -68,13 +67,6 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
 };
 
 }  // namespace
-
-Recompute recompute_from_plan(const std::string& value) {
-  if (value == "selective") return Recompute::Selective;
-  if (value == "full") return Recompute::Full;
-  if (value == "none") return Recompute::None;
-  throw core::UserError("recompute: '" + value + "' is none of none, selective, full");
-}
 
 RecomputeScope::RecomputeScope(Recompute mode) : before_(mode_now) { mode_now = mode; }
 RecomputeScope::~RecomputeScope() { mode_now = before_; }

@@ -14,12 +14,12 @@
 #include <torch/torch.h>
 
 #include <functional>
-#include <string>
+
+#include "core/run_options.h"
 
 namespace quintnet::exec {
 
-enum class Recompute { None, Selective, Full };
-Recompute recompute_from_plan(const std::string& value);  // "none" | "selective" | "full"
+using core::Recompute;
 
 class RecomputeScope {
  public:

@@ -6,25 +6,47 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/schedule_delivery.h"
+#include "core/schedule_generators.h"
 #include "exec/trace/trace_recorder.h"
-#include "exec/train/autocast.h"
+#include "exec/precision/autocast.h"
 
 namespace quintnet::exec {
 
 using core::Action;
 using core::ActionKind;
 
+PipelineRunner::Walk::Walk(core::Schedule s, Communicator& comm, Group& pp, int rank, int64_t tokens, int64_t hidden)
+    : schedule(std::move(s)),
+      steps(core::interpret(schedule, rank)),
+      messages(comm, pp, schedule, rank, tokens, hidden) {}
+
+namespace {
+
+// The schedule must be for this model's pipeline: checked before anything reads it.
+core::Schedule checked(core::Schedule s, const ParallelModel& model, const Group& pp) {
+  if (s.pp != pp.size() || s.chunks != static_cast<int>(model.chunks.size()))
+    throw core::UserError("schedule " + s.name + " is for pp " + std::to_string(s.pp) + " with " +
+                          std::to_string(s.chunks) + " chunks, the model has pp " + std::to_string(pp.size()) +
+                          " with " + std::to_string(model.chunks.size()));
+  return s;
+}
+
+}  // namespace
+
 PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens,
-                               int64_t hidden, bool bf16, int microbatch_threads, Recompute recompute)
-    : schedule_(std::move(schedule)), model_(model), comm_(comm), pp_(comm.axis("pp")), pp_rank_(pp_.rank),
-      tokens_(tokens), hidden_(hidden), bf16_(bf16), recompute_(recompute) {
-  if (schedule_.pp != pp_.size() || schedule_.chunks != static_cast<int>(model_.chunks.size()))
-    throw core::UserError("schedule " + schedule_.name + " is for pp " + std::to_string(schedule_.pp) + " with " +
-                          std::to_string(schedule_.chunks) + " chunks, the model has pp " + std::to_string(pp_.size()) +
-                          " with " + std::to_string(model_.chunks.size()));
-  steps_ = core::interpret(schedule_, pp_rank_);
-  delivered_before_ = core::delivered_before(schedule_, pp_rank_);
+                               int64_t hidden, core::Precision precision, int microbatch_threads, Recompute recompute)
+    : model_(model),
+      comm_(comm),
+      pp_(comm.axis(core::Axis::Pp)),
+      pp_rank_(pp_.rank),
+      tokens_(tokens),
+      hidden_(hidden),
+      precision_(precision),
+      recompute_(recompute),
+      training_(checked(std::move(schedule), model, pp_), comm, pp_, pp_rank_, tokens, hidden),
+      evaluation_(core::make_forward_only(pp_.size(), 1, static_cast<int>(model.chunks.size())), comm, pp_, pp_rank_,
+                  tokens, hidden),
+      tied_(comm, pp_) {
   if (microbatch_threads > 1) {
     if (recompute_ != Recompute::None) throw core::UserError("microbatches side by side do not recompute activations");
     if (comm_.world_size() != 1 || model_.chunks.size() != 1)
@@ -35,7 +57,7 @@ PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Co
 }
 
 torch::Tensor PipelineRunner::stage_forward(int c, const torch::Tensor& input) {
-  AutocastScope autocast(bf16_, input.device());
+  AutocastScope autocast(precision_ == core::Precision::Bf16, input.device());
   RecomputeScope recompute(recompute_);
   // fp32 between stages: a no-op without autocast; with it, the p2p buffers stay fp32.
   // The last stage's output goes to the loss as computed: each model's loss reads it in
@@ -50,22 +72,31 @@ void PipelineRunner::forward(const core::Step& step) {
   Slot& slot = slots_[{mb, c}];
   if (step.stage == 0) {
     slot.input = (*inputs_)[mb];
-  } else if (schedule_.rank_of_stage(step.stage - 1) == pp_rank_) {
+  } else if (walk_->schedule.rank_of_stage(step.stage - 1) == pp_rank_) {
     // pp = 1 with several chunks: the previous stage is local.
     slot.input = slots_[{mb, c - 1}].output.detach().requires_grad_(true);
+    if (walk_ == &evaluation_) slots_.erase({mb, c - 1});  // no backward will read it
   }
   torch::Tensor out = stage_forward(c, slot.input);
-  if (model_.is_last(c)) {
-    const StageLoss l = model_.chunks[c].model->loss(out, (*labels_)[mb]);
-    slot.output = l.loss / schedule_.microbatches;
-    stats_[StepStats::kLoss] += slot.output.detach();
-    stats_[StepStats::kFirstMicrobatchLoss + mb] += l.loss.detach();
-    stats_[StepStats::kCorrect] += l.correct;
-    stats_[StepStats::kSamples] += l.count;
-  } else {
+  if (model_.is_last(c))
+    add_loss(mb, model_.chunks[c].model->loss(out, (*labels_)[mb]), slot);
+  else
     slot.output = out;
-  }
   trace(step, start);
+}
+
+void PipelineRunner::add_loss(int mb, const StageLoss& l, Slot& slot) {
+  if (walk_ == &evaluation_) {  // EvalStats: the loss summed over samples, correct, samples
+    stats_[0] += l.loss * l.count;
+    stats_[1] += l.correct;
+    stats_[2] += l.count;
+    return;
+  }
+  slot.output = l.loss / walk_->schedule.microbatches;
+  stats_[StepStats::kLoss] += slot.output.detach();
+  stats_[StepStats::kFirstMicrobatchLoss + mb] += l.loss.detach();
+  stats_[StepStats::kCorrect] += l.correct;
+  stats_[StepStats::kSamples] += l.count;
 }
 
 void PipelineRunner::backward(const core::Step& step) {
@@ -93,7 +124,8 @@ void PipelineRunner::backward(const core::Step& step) {
   }
   if (a.kind != ActionKind::BackwardWeight && has_input_grad) {
     slot.input_grad = slot.input.grad();
-    if (schedule_.rank_of_stage(chunk.stage - 1) == pp_rank_) slots_[{a.mb, a.chunk - 1}].grad_output = slot.input_grad;
+    if (walk_->schedule.rank_of_stage(chunk.stage - 1) == pp_rank_)
+      slots_[{a.mb, a.chunk - 1}].grad_output = slot.input_grad;
   }
   if (a.kind != ActionKind::BackwardInput) {  // this (mb, chunk) is done: free its activations
     slot.output = torch::Tensor();
@@ -108,27 +140,16 @@ void PipelineRunner::send(const core::Step& step) {
   const Action& a = step.action;
   Slot& slot = slots_[{a.mb, a.chunk}];
   const bool grad = step.message->grad;
-  torch::Tensor t = (grad ? slot.input_grad : slot.output).detach().contiguous();
-  pending_sends_[*step.message] = PendingSend{comm_.send_async(pp_, t, a.peer, step.message->tag(schedule_)), t};
+  const int64_t bytes = walk_->messages.send(*step.message, a.peer, (grad ? slot.input_grad : slot.output).detach());
   if (grad) slot.input_grad = torch::Tensor();
-  trace(step, start, t.numel() * t.element_size());
-}
-
-void PipelineRunner::release_delivered_sends(const core::Step& step) {
-  for (const core::Message& m : delivered_before_[step.index]) {
-    const auto sent = pending_sends_.find(m);
-    comm_.wait(*sent->second.work, "pipeline send");  // delivered: returns at once
-    pending_sends_.erase(sent);
-  }
+  if (walk_ == &evaluation_) slots_.erase({a.mb, a.chunk});  // sent on: nothing reads it again
+  trace(step, start, bytes);
 }
 
 void PipelineRunner::recv(const core::Step& step) {
   const auto start = TraceRecorder::Clock::now();
   const Action& a = step.action;
-  const torch::Tensor& first_input = inputs_->front();
-  torch::Tensor t =
-      torch::empty({first_input.size(0), tokens_, hidden_}, first_input.options().dtype(torch::kFloat32));
-  comm_.recv(pp_, t, a.peer, step.message->tag(schedule_));
+  torch::Tensor t = walk_->messages.recv(*step.message, a.peer, inputs_->front());
   Slot& slot = slots_[{a.mb, a.chunk}];
   if (step.message->grad)
     slot.grad_output = t;
@@ -152,14 +173,12 @@ void PipelineRunner::grad_sync(const core::Step& step) {
 
 void PipelineRunner::trace(const core::Step& step, TraceRecorder::Clock::time_point start, std::int64_t bytes) {
   TraceRecorder* tracer = comm_.tracer();
-  if (!tracer || !tracer->active()) return;
+  if (!tracer || !tracer->active() || walk_ != &training_) return;  // evaluation is not in the trace
   const auto end = TraceRecorder::Clock::now();
   const int peer = step.action.peer >= 0 ? pp_.ranks[step.action.peer] : -1;
   tracer->event(step.lane, step.kind, step.name, start, end, step.action.mb, step.action.chunk, bytes, peer);
-  if (core::is_send(step.action.kind))
-    tracer->send(step.message->tag(schedule_), peer, start);
-  if (core::is_recv(step.action.kind))
-    tracer->recv(step.message->tag(schedule_), peer, end);
+  if (core::is_send(step.action.kind)) tracer->send(walk_->messages.tag(*step.message), peer, start);
+  if (core::is_recv(step.action.kind)) tracer->recv(walk_->messages.tag(*step.message), peer, end);
 }
 
 StepStats::Read StepStats::read(const std::vector<double>& v) {
@@ -173,7 +192,8 @@ StepStats::Read StepStats::read() const {
 
 void PipelineRunner::share_from_last_stage(torch::Tensor& stats) {
   // The last stage computed the figures; everybody else learns them from it.
-  const int last_rank = schedule_.rank_of_stage(schedule_.num_stages() - 1);
+  const core::Schedule& schedule = training_.schedule;
+  const int last_rank = schedule.rank_of_stage(schedule.num_stages() - 1);
   comm_.broadcast(pp_, stats, last_rank);
 }
 
@@ -185,7 +205,7 @@ StepStats PipelineRunner::train_step_side_by_side(const std::vector<torch::Tenso
   // microbatch order, as the sequential loop adds them.  Rounds of size() microbatches.
   ModelChunk& chunk = model_.chunks.front();
   const std::vector<torch::Tensor> params = chunk.model->parameters();
-  const int m = schedule_.microbatches;
+  const int m = training_.schedule.microbatches;
   struct Microbatch {
     torch::Tensor scaled_loss, loss, correct;
     double count = 0;
@@ -221,81 +241,38 @@ StepStats PipelineRunner::train_step_side_by_side(const std::vector<torch::Tenso
   return {stats};
 }
 
-StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels) {
-  if (side_by_side_) return train_step_side_by_side(inputs, labels);
-  const auto options = torch::TensorOptions().dtype(torch::kFloat64).device(inputs.front().device());
-  stats_ = torch::zeros({3 + schedule_.microbatches}, options);  // loss, correct, samples, per-mb losses
+torch::Tensor PipelineRunner::run(Walk& walk, const std::vector<torch::Tensor>& inputs,
+                                  const std::vector<torch::Tensor>& labels, int64_t figures) {
+  walk_ = &walk;
+  stats_ = torch::zeros({figures}, torch::TensorOptions().dtype(torch::kFloat64).device(inputs.front().device()));
   inputs_ = &inputs;
   labels_ = &labels;
-  for (const core::Step& step : steps_) {
+  for (const core::Step& step : walk.steps) {
     RECORD_USER_SCOPE(step.name);  // the action frames its ops in a profile (--profile, --nvtx)
     core::run_step(step, *this);
     // After the action, not before: by then the transport's thread has surely marked the
     // send done, so the wait does not stall on it.
-    release_delivered_sends(step);
+    walk.messages.release_delivered(step.index);
   }
-  for (auto& [message, send] : pending_sends_) comm_.wait(*send.work, "pipeline send");
-  pending_sends_.clear();
+  walk.messages.finish();
   slots_.clear();
   inputs_ = labels_ = nullptr;
-  sync_tied_gradients();
-  torch::Tensor stats = std::exchange(stats_, torch::Tensor());
+  walk_ = nullptr;
+  return std::exchange(stats_, torch::Tensor());
+}
+
+StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels) {
+  if (side_by_side_) return train_step_side_by_side(inputs, labels);
+  // Loss, correct, samples, then one loss per microbatch (StepStats::Index).
+  torch::Tensor stats = run(training_, inputs, labels, StepStats::kFirstMicrobatchLoss + training_.schedule.microbatches);
+  tied_.sum_over_pipeline(model_);
   share_from_last_stage(stats);
   return {stats};
 }
 
-void PipelineRunner::sync_tied_gradients() {
-  // The first and the last stage each hold a copy of a tied parameter (GPT-2's token
-  // embedding, used as the output head); both copies must take the same step, with the
-  // gradient of both uses.  Every pp rank joins one all-reduce, contributing the sum of
-  // the copies it holds (zeros if none) — simple, and the tensor is a tp shard only.
-  if (model_.num_stages == 1 || pp_.size() == 1) return;  // one stage: the parameter is one tensor
-  std::vector<torch::Tensor> held;
-  for (int c = 0; c < static_cast<int>(model_.chunks.size()); ++c)
-    if (model_.is_first(c) || model_.is_last(c))
-      for (const torch::Tensor& p : model_.chunks[c].model->tied_parameters()) held.push_back(p);
-  const torch::Device device = model_.chunks.front().model->parameters().front().device();
-  if (!tied_checked_) {  // does the model tie anything? (every rank learns it from the end stages)
-    torch::Tensor numel = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-    for (const auto& p : held) numel[0] = static_cast<double>(p.numel());
-    comm_.all_reduce_max(pp_, numel);
-    tied_numel_ = static_cast<int64_t>(numel[0].item<double>());
-    tied_checked_ = true;
-  }
-  if (tied_numel_ == 0) return;
-  torch::NoGradGuard no_grad;
-  torch::Tensor sum = torch::zeros({tied_numel_}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
-  for (const auto& p : held) sum += p.grad().reshape({-1});
-  comm_.all_reduce_sum(pp_, sum);
-  for (auto& p : held) p.grad().copy_(sum.view_as(p.grad()));
-}
-
 EvalStats PipelineRunner::evaluate(const torch::Tensor& input, const torch::Tensor& labels) {
   torch::NoGradGuard no_grad;
-  torch::Tensor stats = torch::zeros({3}, torch::TensorOptions().dtype(torch::kFloat64).device(input.device()));
-  torch::Tensor x;
-  // Stages in order: rank r runs its chunks c = 0, 1, ... (stages r, r + pp, ...).
-  for (size_t c = 0; c < model_.chunks.size(); ++c) {
-    const int stage = model_.chunks[c].stage;
-    if (stage == 0) {
-      x = input;
-    } else if (schedule_.rank_of_stage(stage - 1) != pp_rank_) {
-      x = torch::empty({input.size(0), tokens_, hidden_}, input.options().dtype(torch::kFloat32));
-      comm_.recv(pp_, x, schedule_.rank_of_stage(stage - 1), core::Message{false, 0, stage - 1, stage}.tag(schedule_));
-    }
-    x = stage_forward(static_cast<int>(c), x);
-    if (model_.is_last(static_cast<int>(c))) {
-      const StageLoss l = model_.chunks[c].model->loss(x, labels);
-      stats[0] += l.loss * l.count;
-      stats[1] += l.correct;
-      stats[2] += l.count;
-    } else if (schedule_.rank_of_stage(stage + 1) != pp_rank_) {
-      torch::Tensor t = x.contiguous();
-      comm_.wait(*comm_.send_async(pp_, t, schedule_.rank_of_stage(stage + 1),
-                                   core::Message{false, 0, stage, stage + 1}.tag(schedule_)),
-                 "pipeline send");
-    }
-  }
+  torch::Tensor stats = run(evaluation_, {input}, {labels}, 3);  // loss summed over samples, correct, samples
   share_from_last_stage(stats);
   const torch::Tensor v = stats.cpu();
   return {v[0].item<double>(), v[1].item<double>(), v[2].item<double>()};

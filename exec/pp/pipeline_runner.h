@@ -1,8 +1,8 @@
 #pragma once
 // PipelineRunner — executes this rank's list of a core::Schedule, action by action.
-// Nothing else decides the order: F, B, BI/BW, SEND_*/RECV_* (c10d isend / recv on the
-// pp group), GRAD_SYNC (the chunk's DP buckets) and OPTIMIZER_STEP (returns to the
-// trainer).  With pp = 1 the same code runs the plain gradient-accumulation loop —
+// Nothing else decides the order: F, B, BI/BW, SEND_*/RECV_* (the stages' messages,
+// exec/pp/stage_messages.h), GRAD_SYNC (the chunk's DP buckets) and OPTIMIZER_STEP
+// (returns to the trainer).  Evaluation walks core's forward-only schedule the same way.  With pp = 1 the same code runs the plain gradient-accumulation loop —
 // or, on a one-rank run given microbatch threads, computes the microbatches side by
 // side (exec/pp/microbatch_threads.h); the gradients are the same.
 #include <torch/torch.h>
@@ -19,7 +19,9 @@
 #include "exec/comm/communicator.h"
 #include "exec/models/recompute.h"
 #include "exec/pp/microbatch_threads.h"
-#include "exec/train/strategy.h"
+#include "exec/pp/stage_messages.h"
+#include "exec/pp/tied_gradients.h"
+#include "exec/parallel/parallel_model.h"
 
 namespace quintnet::exec {
 
@@ -51,21 +53,23 @@ struct EvalStats {
 class PipelineRunner : private core::ScheduleHandler {
  public:
   // tokens, hidden: the activation shape between stages is [micro-batch, tokens, hidden].
-  // bf16: forward passes under autocast (exec/train/autocast.h); what crosses a stage
-  // boundary and what the loss reads stay fp32.
+  // precision bf16: forward passes under autocast (exec/precision/autocast.h); what
+  // crosses a stage boundary and what the loss reads stay fp32.
   // microbatch_threads > 1 (one rank, one chunk, no dropout: the trainer decides):
   // that many microbatches at once, the rank's intra-op threads shared among them.
   // recompute (plan key `recompute`): each stage forward runs under a RecomputeScope,
   // so the models keep less and their backward computes it again (exec/models/recompute.h).
   PipelineRunner(core::Schedule schedule, ParallelModel& model, Communicator& comm, int64_t tokens, int64_t hidden,
-                 bool bf16 = false, int microbatch_threads = 1, Recompute recompute = Recompute::None);
+                 core::Precision precision = core::Precision::Fp32, int microbatch_threads = 1,
+                 Recompute recompute = Recompute::None);
 
   // One optimizer step's forward and backward passes (everything up to OPTIMIZER_STEP).
   // inputs/labels: one tensor per microbatch (the first stage reads the inputs, the
   // last the labels).
   StepStats train_step(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels);
 
-  // Forward only through all stages; the figures on every pp rank.
+  // Forward only through all stages (core::make_forward_only, one microbatch); the
+  // figures on every pp rank.
   EvalStats evaluate(const torch::Tensor& input, const torch::Tensor& labels);
 
  private:
@@ -73,6 +77,13 @@ class PipelineRunner : private core::ScheduleHandler {
     torch::Tensor input, output, grad_output, input_grad;
   };
   using Key = std::pair<int, int>;  // (mb, chunk)
+  // A schedule as this rank runs it: its actions, read, and its messages.
+  struct Walk {
+    Walk(core::Schedule s, Communicator& comm, Group& pp, int rank, int64_t tokens, int64_t hidden);
+    core::Schedule schedule;
+    std::vector<core::Step> steps;  // this rank's actions (core/schedule_interpreter.h)
+    StageMessages messages;
+  };
 
   // The schedule's actions (core::run_schedule calls them in this rank's order).
   void forward(const core::Step& step) override;
@@ -81,44 +92,36 @@ class PipelineRunner : private core::ScheduleHandler {
   void recv(const core::Step& step) override;
   void grad_sync(const core::Step& step) override;
   void optimizer_step(const core::Step&) override {}  // the trainer's, after train_step returns
-  // The action's event in the trace (when tracing), from `start` to now, and a
-  // message's endpoint for the trace's arrows.
+  // The action's event in the trace (when tracing a training step), from `start` to now,
+  // and a message's endpoint for the trace's arrows.
   void trace(const core::Step& step, std::chrono::steady_clock::time_point start, std::int64_t bytes = 0);
 
+  // Runs one walk over the given microbatches; the figures the last stage added up.
+  torch::Tensor run(Walk& walk, const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels,
+                    int64_t figures);
   torch::Tensor stage_forward(int c, const torch::Tensor& input);  // chunk c's model, under autocast with bf16
+  // The last stage's loss of microbatch `mb`, added to the figures (training's or evaluation's).
+  void add_loss(int mb, const StageLoss& loss, Slot& slot);
   StepStats train_step_side_by_side(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels);
   // The last stage's figures (a float64 tensor), broadcast to every pp rank, in place.
   void share_from_last_stage(torch::Tensor& stats);
-  void sync_tied_gradients();
 
-  core::Schedule schedule_;
   ParallelModel& model_;
   Communicator& comm_;
   Group& pp_;
   int pp_rank_;
   int64_t tokens_, hidden_;
-  bool bf16_;
+  core::Precision precision_;
   Recompute recompute_;
-  std::vector<core::Step> steps_;  // this rank's actions, read (core/schedule_interpreter.h)
-  // The step being run: its microbatches and the statistics the last stage adds up.
+  Walk training_, evaluation_;
+  Walk* walk_ = nullptr;  // the one running
+  // The walk in progress: its microbatches and the figures the last stage adds up.
   const std::vector<torch::Tensor>* inputs_ = nullptr;
   const std::vector<torch::Tensor>* labels_ = nullptr;
   torch::Tensor stats_;
   std::map<Key, Slot> slots_;
-  // A sent tensor stays alive until its send completes.  Each is waited for (and
-  // released) at the first action the schedule shows the message was received before
-  // (core/schedule_delivery.h), the rest at the end of the step: waiting only there kept
-  // every microbatch's sent activations and gradients until then.
-  struct PendingSend {
-    c10::intrusive_ptr<c10d::Work> work;
-    torch::Tensor tensor;
-  };
-  std::vector<std::vector<core::Message>> delivered_before_;  // per step of steps_
-  std::map<core::Message, PendingSend> pending_sends_;
-  void release_delivered_sends(const core::Step& step);
+  TiedGradients tied_;
   std::unique_ptr<MicrobatchThreads> side_by_side_;  // null: one microbatch after another
-  bool tied_checked_ = false;  // tied parameters: looked up once, on the first step
-  int64_t tied_numel_ = 0;
 };
 
 }  // namespace quintnet::exec

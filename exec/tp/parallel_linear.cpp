@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "exec/train/autocast.h"
+#include "exec/precision/autocast.h"
 
 namespace quintnet::exec {
 namespace {

@@ -82,8 +82,8 @@ std::string memory_report(Communicator& comm, ParallelModel& pm, const Optimizer
     std::snprintf(text, sizeof text, "%.2f", bytes / (1024.0 * 1024.0));
     return std::string(text);
   };
-  return "memory: fullest rank " + std::to_string(rank) + " (dp " + std::to_string(mesh.coord(rank, "dp")) + ", tp " +
-         std::to_string(mesh.coord(rank, "tp")) + ", pp " + std::to_string(mesh.coord(rank, "pp")) + "): " + mib(most) +
+  return "memory: fullest rank " + std::to_string(rank) + " (dp " + std::to_string(mesh.coord(rank, core::Axis::Dp)) + ", tp " +
+         std::to_string(mesh.coord(rank, core::Axis::Tp)) + ", pp " + std::to_string(mesh.coord(rank, core::Axis::Pp)) + "): " + mib(most) +
          " MiB = parameters " + mib(fullest["parameters"]) + " + gradients " + mib(fullest["gradients"]) +
          " + optimizer state " + mib(fullest["optimizer"]) + " + activations " + mib(fullest["activations"]) +
          (device.is_cpu() ? " (CPU tensors" : " (CUDA caching allocator") +

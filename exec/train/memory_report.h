@@ -14,7 +14,7 @@
 
 #include "exec/checkpoint/checkpoint.h"
 #include "exec/comm/communicator.h"
-#include "exec/train/strategy.h"
+#include "exec/parallel/strategy.h"
 
 namespace quintnet::exec {
 

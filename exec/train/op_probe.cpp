@@ -2,7 +2,7 @@
 
 #include "core/trace_analysis.h"
 #include "exec/trace/trace_recorder.h"
-#include "exec/train/autocast.h"
+#include "exec/precision/autocast.h"
 
 namespace quintnet::exec {
 namespace {
@@ -128,8 +128,8 @@ nlohmann::json probe_op_shapes(ParallelModel& model, Communicator& comm, const t
   // a CPU, where ranks share the cores; one for everybody on GPUs.
   const bool solo = !inputs.is_cuda();
   const core::Mesh& mesh = comm.mesh();
-  const int me = mesh.coord(comm.rank(), "dp") * mesh.size("pp") + mesh.coord(comm.rank(), "pp");
-  const int turns = solo ? mesh.size("dp") * mesh.size("pp") : 1;
+  const int me = mesh.coord(comm.rank(), core::Axis::Dp) * mesh.size(core::Axis::Pp) + mesh.coord(comm.rank(), core::Axis::Pp);
+  const int turns = solo ? mesh.size(core::Axis::Dp) * mesh.size(core::Axis::Pp) : 1;
   nlohmann::json mine = {{"rank", comm.rank()}, {"solo", solo}, {"micro_batch", sizes},
                          {"tp", model.tp.size()}};
   for (int turn = 0; turn < turns; ++turn) {

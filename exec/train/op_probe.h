@@ -21,7 +21,7 @@
 #include <torch/torch.h>
 
 #include "exec/comm/communicator.h"
-#include "exec/train/strategy.h"
+#include "exec/parallel/strategy.h"
 
 namespace quintnet::exec {
 

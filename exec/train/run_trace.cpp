@@ -56,7 +56,7 @@ void RunTrace::finish(const core::Plan& p, ParallelModel& model, const core::Sch
   nlohmann::json platform = {{"host", "cpu"},
                              {"world_size", comm_.world_size()},
                              {"threads_per_rank", torch::get_num_threads()},
-                             {"device", p.device_type},
+                             {"device", core::name_of(p.device_type)},
                              {"cores", static_cast<int>(std::thread::hardware_concurrency())}};
   if (!op_probe.is_null()) platform["op_probe"] = op_probe;
   const core::Trace t = tracer_->merge_and_write(comm_, options_.trace_path, p.to_json(), platform);

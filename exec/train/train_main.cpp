@@ -12,6 +12,7 @@
 #include "core/cli/main_guard.h"
 #include "core/error.h"
 #include "core/plan.h"
+#include "core/run_layout.h"
 #include "exec/comm/communicator.h"
 #include "exec/launch/rank_env.h"
 #include "exec/train/cpu_allocator.h"
@@ -71,8 +72,9 @@ int train(int argc, char** argv) {
   if (args.value("epochs")) plan.num_epochs = args.get_int("epochs", 1, 1, 1 << 20);
   if (auto path = args.value("dataset-path")) plan.dataset_path = *path;
   if (auto device = args.value("device")) {
-    if (*device != "cpu" && *device != "cuda") throw UsageError("--device: '" + *device + "' is neither cpu nor cuda");
-    plan.device_type = *device;
+    const std::optional<core::Device> parsed = core::parse_option<core::Device>(*device);
+    if (!parsed) throw UsageError("--device: '" + *device + "' is neither cpu nor cuda");
+    plan.device_type = *parsed;
   }
 
   // Large freed CPU blocks are reused, not returned to the kernel (see cpu_allocator.h):
@@ -110,8 +112,9 @@ int train(int argc, char** argv) {
 
   const auto timeout = std::chrono::seconds(args.get_int("timeout", 300, 1, 86400));
   try {
-    exec::Communicator comm(env, plan.mesh(), plan.device_type, timeout);
-    exec::Trainer(plan, comm, options).run();
+    const core::RunLayout layout = core::resolve_layout(plan);
+    exec::Communicator comm(env, layout.mesh, plan.device_type, timeout);
+    exec::Trainer(layout, comm, options).run();
   } catch (const exec::CommError& e) {
     std::cerr << "quintnet train: rank " << env.rank << ": communication failed: " << e.what() << std::endl;
     return 1;

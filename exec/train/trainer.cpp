@@ -13,7 +13,6 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "core/schedule_generators.h"
 #include "exec/checkpoint/checkpoint.h"
 #include "exec/data/batch_sampler.h"
 #include "exec/data/training_data.h"
@@ -25,7 +24,7 @@
 #include "exec/trace/trace_recorder.h"
 #include "exec/train/checkpointer.h"
 #include "exec/train/lr_schedule.h"
-#include "exec/train/grad_norm.h"
+#include "exec/parallel/grad_norm.h"
 #include "exec/train/memory_report.h"
 #include "exec/train/pending_figures.h"
 #include "exec/train/progress.h"
@@ -48,9 +47,9 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 int microbatches_side_by_side(const core::Plan& p, const Communicator& comm, const TrainOptions& o, size_t chunks) {
   const bool dropout = model_entry(p.model).has_dropout(p.model);
   const char* why_not = comm.world_size() != 1 || chunks != 1 ? "it needs a one-rank run"
-                        : p.device_type != "cpu"               ? "it is for the CPU"
+                        : p.device_type != core::Device::Cpu   ? "it is for the CPU"
                         : dropout                              ? "the plan has dropout"
-                        : p.recompute != "none"                ? "the plan recomputes activations"
+                        : p.recompute != Recompute::None       ? "the plan recomputes activations"
                         : !o.trace_path.empty()                ? "a traced run computes one microbatch at a time"
                         : p.microbatches() < 2                 ? "the plan has one microbatch per step"
                                                                : nullptr;
@@ -104,10 +103,10 @@ struct Trainer::Run {
   TrainResult result;
 };
 
-Trainer::Trainer(const core::Plan& plan, Communicator& comm, TrainOptions options)
-    : plan_(plan), comm_(comm), options_(std::move(options)), is_logger_(comm.rank() == 0),
+Trainer::Trainer(const core::RunLayout& layout, Communicator& comm, TrainOptions options)
+    : layout_(layout), plan_(layout.plan), comm_(comm), options_(std::move(options)), is_logger_(comm.rank() == 0),
       device_(torch::kCPU) {
-  if (plan.device_type != "cuda") return;
+  if (plan_.device_type != core::Device::Cuda) return;
   if (!torch::cuda::is_available())
     throw core::UserError("device_type: cuda, but no CUDA device is available to this process; set device_type: cpu");
   // One GPU per local rank; where there are fewer GPUs than ranks they share them (the
@@ -122,7 +121,7 @@ torch::Tensor Trainer::gradient_norm(ParallelModel& pm, torch::Tensor& this_rank
   // Under ZeRO-1's reduce-scatter each dp rank holds only its pieces' averaged gradients:
   // it counts those, and the dp ranks' sums add up to the whole.
   torch::NoGradGuard no_grad;
-  const bool tp_sharded = comm_.axis("tp").size() > 1;  // else the split does not matter
+  const bool tp_sharded = comm_.axis(core::Axis::Tp).size() > 1;  // else the split does not matter
   torch::Tensor sharded = torch::zeros({}, stats_options()), replicated = torch::zeros({}, stats_options());
   bool pieces = false;
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
@@ -148,10 +147,10 @@ torch::Tensor Trainer::gradient_norm(ParallelModel& pm, torch::Tensor& this_rank
           if (slot.param.is_same(p)) sharded -= sum_of_squares(grads, intersect({{slot.offset, slot.numel}}, counted));
   }
   this_rank_nonfinite = (sharded + replicated).isfinite().logical_not();
-  comm_.all_reduce_sum(comm_.axis("tp"), sharded);
+  comm_.all_reduce_sum(comm_.axis(core::Axis::Tp), sharded);
   torch::Tensor total = sharded + replicated;
-  comm_.all_reduce_sum(comm_.axis("pp"), total);
-  if (pieces) comm_.all_reduce_sum(comm_.axis("dp"), total);
+  comm_.all_reduce_sum(comm_.axis(core::Axis::Pp), total);
+  if (pieces) comm_.all_reduce_sum(comm_.axis(core::Axis::Dp), total);
   // Rounding can leave the tied correction a hair below zero; a NaN stays NaN.
   return total.clamp_min(0.0).sqrt();
 }
@@ -166,7 +165,7 @@ void Trainer::sum_sequence_parallel_gradients(ParallelModel& pm) {
   std::vector<torch::Tensor> flat;
   for (const torch::Tensor& g : grads) flat.push_back(g.reshape({-1}));
   torch::Tensor packed = torch::cat(flat);
-  comm_.all_reduce_sum(comm_.axis("tp"), packed);
+  comm_.all_reduce_sum(comm_.axis(core::Axis::Tp), packed);
   int64_t at = 0;
   for (torch::Tensor& g : grads) {
     g.copy_(packed.narrow(0, at, g.numel()).view_as(g));
@@ -185,7 +184,7 @@ void Trainer::clip_gradients(ParallelModel& pm, const torch::Tensor& norm) {
 
 Trainer::Evaluation Trainer::evaluate(PipelineRunner& runner, ParallelModel& pm, const TrainingData& data) {
   for (auto& chunk : pm.chunks) chunk.model->eval();
-  Group& dp = comm_.axis("dp");
+  Group& dp = comm_.axis(core::Axis::Dp);
   // Contiguous shards of the validation set per dp rank; tp ranks compute the same.
   const std::int64_t count = data.val_size(), chunk = data.eval_batch_size();
   const std::int64_t per_rank = (count + dp.size() - 1) / dp.size();
@@ -210,10 +209,10 @@ void Trainer::save_params(ParallelModel& pm) {
   for (auto& chunk : pm.chunks)
     for (auto& [name, t] : gather_serial_state(*chunk.model, pm.tp)) dict.insert(name, t.cpu());
   const core::Mesh& mesh = comm_.mesh();
-  if (mesh.coord(comm_.rank(), "dp") != 0 || mesh.coord(comm_.rank(), "tp") != 0) return;
+  if (mesh.coord(comm_.rank(), core::Axis::Dp) != 0 || mesh.coord(comm_.rank(), core::Axis::Tp) != 0) return;
   // One file per pipeline rank (its stages' parameters) when pp > 1.
   const std::string path = options_.save_params_path +
-                           (mesh.size("pp") > 1 ? ".pp" + std::to_string(mesh.coord(comm_.rank(), "pp")) : "");
+                           (mesh.size(core::Axis::Pp) > 1 ? ".pp" + std::to_string(mesh.coord(comm_.rank(), core::Axis::Pp)) : "");
   const std::vector<char> bytes = torch::pickle_save(dict);
   core::write_file_atomically(path, std::string(bytes.begin(), bytes.end()));
 }
@@ -237,7 +236,7 @@ Trainer::QueuedStep Trainer::train_step(Run& r, const std::vector<torch::Tensor>
   // The loss of the global batch (summed over dp replicas) and how many replicas' gradient
   // norms are not finite, in one all-reduce: every rank then decides alike, even when dp
   // replicas disagree (they hold equal gradients unless something broke).
-  Group& dp = comm_.axis("dp");
+  Group& dp = comm_.axis(core::Axis::Dp);
   torch::Tensor reduced = torch::stack({stats.figures[StepStats::kLoss], norm.isfinite().logical_not().to(torch::kFloat64)});
   comm_.all_reduce_sum(dp, reduced);
   const torch::Tensor skip = reduced[1].gt(0).logical_or(reduced[0].isfinite().logical_not());
@@ -285,11 +284,11 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   torch::manual_seed(p.seed);
   std::shared_ptr<StageModel> serial = model.make_serial(p);
   serial->to(device_);
-  r->pm = make_strategy(p.strategy(), comm_, p)->apply(serial);
+  r->pm = make_strategy(comm_, layout_)->apply(serial);
   serial = nullptr;
   // zero_stage 1: each dp rank keeps and updates its pieces of every DP bucket, and where
   // the backend can, receives only those pieces' averaged gradients (a reduce-scatter).
-  Group& dp = comm_.axis("dp");
+  Group& dp = comm_.axis(core::Axis::Dp);
   for (int c = 0; c < static_cast<int>(r->pm->chunks.size()); ++c) {
     ModelChunk& chunk = r->pm->chunks[c];
     std::shared_ptr<ZeroShards> shards;
@@ -305,14 +304,14 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   }
 
   const int chunks = static_cast<int>(r->pm->chunks.size());
-  r->schedule = core::make_schedule(p.schedule_kind(), comm_.axis("pp").size(), p.microbatches(), chunks);
+  r->schedule = layout_.schedule;
   r->tokens = model.tokens(p);
   // What crosses a stage boundary under sequence parallelism: this rank's part of the
   // sequence (the plan's validation checked that the parts are equal).
   if (r->pm->tp.sequence_parallel) r->tokens /= r->pm->tp.size();
   const int side_by_side = microbatches_side_by_side(p, comm_, options_, chunks);
   r->runner = std::make_unique<PipelineRunner>(r->schedule, *r->pm, comm_, r->tokens, p.model.hidden(),
-                                               p.precision == "bf16", side_by_side, recompute_from_plan(p.recompute));
+                                               p.precision, side_by_side, p.recompute);
 
   r->per_epoch = r->sampler.batches_per_epoch();
   if (r->per_epoch == 0)
@@ -345,7 +344,7 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
 
 bool Trainer::run_epoch(Run& r, int epoch) {
   const core::Plan& p = plan_;
-  Group& dp = comm_.axis("dp");
+  Group& dp = comm_.axis(core::Axis::Dp);
   const int m = p.microbatches();
   const long first_k = r.state.step - epoch * r.per_epoch;  // > 0 when resuming mid-epoch
   r.progress.emplace("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(r.epochs),
@@ -395,7 +394,7 @@ bool Trainer::run_epoch(Run& r, int epoch) {
 void Trainer::settle(Run& r, const QueuedStep& q) {
   const std::vector<double> f = q.figures->read();
   const StepStats::Read stats = StepStats::read(std::vector<double>(f.begin() + kStepStats, f.end()));
-  const double loss = f[kLossSum] / comm_.axis("dp").size(), norm = f[kGradNorm];
+  const double loss = f[kLossSum] / comm_.axis(core::Axis::Dp).size(), norm = f[kGradNorm];
   const bool nonfinite = !std::isfinite(loss) || f[kNonfiniteReplicas] > 0;
   if (r.steps_run++ == 0)
     r.first_step_activations = q.activation_bytes;
@@ -434,7 +433,7 @@ void Trainer::skip_or_stop(Run& r, const std::string& nonfinite) {
 }
 
 bool Trainer::end_epoch(Run& r, int epoch) {
-  comm_.all_reduce_sum(comm_.axis("dp"), r.epoch_stats);
+  comm_.all_reduce_sum(comm_.axis(core::Axis::Dp), r.epoch_stats);
   const double train_loss = r.epoch_stats[0].item<double>() / r.epoch_stats[2].item<double>();
   const double train_acc = r.epoch_stats[1].item<double>() / r.epoch_stats[2].item<double>();
   bool stop_early = false;
@@ -455,7 +454,7 @@ void Trainer::save_checkpoint(Run& r, bool mid_epoch) {
   // dp; at its end (after the evaluation, whose outcome early stopping keeps) the next
   // epoch starts from zero.
   torch::Tensor summed = r.epoch_stats.clone();
-  if (mid_epoch) comm_.all_reduce_sum(comm_.axis("dp"), summed);
+  if (mid_epoch) comm_.all_reduce_sum(comm_.axis(core::Axis::Dp), summed);
   for (int i = 0; i < 3; ++i) r.state.epoch_stats[i] = mid_epoch ? summed[i].item<double>() : 0.0;
   const std::string where = r.checkpoints->save(*r.pm, r.optimizers, r.state);
   if (is_logger_ && options_.progress) r.progress->message("checkpoint: " + where);
@@ -463,7 +462,7 @@ void Trainer::save_checkpoint(Run& r, bool mid_epoch) {
 
 TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
   const core::Plan& p = plan_;
-  Group& dp = comm_.axis("dp");
+  Group& dp = comm_.axis(core::Axis::Dp);
   r.result.steps = r.state.step;
   r.result.wall_s = seconds_since(t0);
   r.result.samples_per_s = r.samples_done / std::max(1e-9, seconds_since(r.train_start));
@@ -472,7 +471,7 @@ TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
   auto probe_batch = [&] {
     return r.data->train_batch(r.sampler.microbatch(0, 0, dp.rank, dp.size(), 0, p.microbatches()), device_);
   };
-  r.trace->finish(p, *r.pm, r.schedule, probe_batch, {r.tokens, p.model.hidden(), p.precision == "bf16"}, is_logger_);
+  r.trace->finish(p, *r.pm, r.schedule, probe_batch, {r.tokens, p.model.hidden(), p.precision == core::Precision::Bf16}, is_logger_);
   if (blocks_recomputed() > 0)
     r.log->message("activations: " + std::to_string(blocks_recomputed()) +
                    " blocks recomputed in the backward on this rank (recompute: full)");

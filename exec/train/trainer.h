@@ -8,11 +8,11 @@
 #include <optional>
 #include <string>
 
-#include "core/plan.h"
+#include "core/run_layout.h"
 #include "exec/comm/communicator.h"
 #include "exec/data/training_data.h"
 #include "exec/pp/pipeline_runner.h"
-#include "exec/train/strategy.h"
+#include "exec/parallel/strategy.h"
 
 namespace quintnet::exec {
 
@@ -59,7 +59,7 @@ struct TrainResult {
 
 class Trainer {
  public:
-  Trainer(const core::Plan& plan, Communicator& comm, TrainOptions options);
+  Trainer(const core::RunLayout& layout, Communicator& comm, TrainOptions options);
   TrainResult run();
 
  private:
@@ -118,7 +118,8 @@ class Trainer {
   // Statistics (losses, counts) live on the device so NCCL can reduce them.
   torch::TensorOptions stats_options() const { return torch::TensorOptions().dtype(torch::kFloat64).device(device_); }
 
-  const core::Plan& plan_;
+  const core::RunLayout& layout_;
+  const core::Plan& plan_;  // layout_.plan
   Communicator& comm_;
   TrainOptions options_;
   bool is_logger_;  // global rank 0 prints and writes

@@ -25,9 +25,9 @@ sim::SimPlan gpt3_plan(int ranks, const std::string& model, int tp, int pp, sim:
   plan.mesh_dim = {dp, tp, pp};
   plan.grad_acc_steps = 16;
   plan.batch_size = 16 * dp;
-  plan.device_type = "cuda";
+  plan.device_type = core::Device::Cuda;
   platform = sim::load_platform("dgx-a100", (ranks + 7) / 8);
-  return sim::make_sim_plan(plan, platform, model, 2048);
+  return sim::make_sim_plan(sim::simulated_layout(plan, model, 2048), platform);
 }
 
 void simulate(benchmark::State& state, const std::string& model, int tp, int pp, bool exact) {

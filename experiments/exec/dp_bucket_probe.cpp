@@ -12,19 +12,19 @@
 #include "exec/dp/grad_buckets.h"
 #include "exec/launch/rank_env.h"
 #include "exec/models/vit.h"
-#include "exec/train/flat_parameters.h"
+#include "exec/dp/flat_parameters.h"
 
 using namespace quintnet;
 
 int main() {
   torch::set_num_threads(1);
   const exec::RankEnv env = exec::read_rank_env();
-  exec::Communicator comm(env, core::Mesh({env.world_size}, {"dp"}), "cpu", std::chrono::seconds(30));
+  exec::Communicator comm(env, core::Mesh::from_axes({env.world_size}, {core::Axis::Dp}), core::Device::Cpu, std::chrono::seconds(30));
   core::ModelConfig cfg;
   cfg.depth = 4;
   torch::manual_seed(0);
   exec::ViT model(cfg, exec::TpContext{});
-  exec::Group& dp = comm.axis("dp");
+  exec::Group& dp = comm.axis(core::Axis::Dp);
   exec::FlatParameters flat(*model, {});
   exec::GradBuckets buckets(flat, comm, dp, /*bucket_mb=*/0.05);
   const int microbatches = 2;

@@ -98,18 +98,18 @@ int run_reference(const std::string& weights, const std::string& inputs, const s
   // Two stages at most: then both hold the tied token embedding (a middle stage would not).
   if (pp < 1 || pp > 2 || env.world_size % pp != 0)
     throw core::UserError("reference: PP must be 1 or 2 and divide the world size");
-  const core::Mesh mesh({pp, env.world_size / pp}, {"pp", "tp"});
-  exec::Communicator comm(env, mesh, "cpu", std::chrono::seconds(60));
-  const exec::TpContext tp = mesh.size("tp") > 1 ? exec::TpContext{&comm, &comm.axis("tp")} : exec::TpContext{};
+  const core::Mesh mesh = core::Mesh::from_axes({pp, env.world_size / pp}, {core::Axis::Pp, core::Axis::Tp});
+  exec::Communicator comm(env, mesh, core::Device::Cpu, std::chrono::seconds(60));
+  const exec::TpContext tp = mesh.size(core::Axis::Tp) > 1 ? exec::TpContext{&comm, &comm.axis(core::Axis::Tp)} : exec::TpContext{};
   const core::ModelConfig config = tiny();
-  const int stage = mesh.coord(env.rank, "pp");
+  const int stage = mesh.coord(env.rank, core::Axis::Pp);
   exec::Gpt2 model(config, tp, exec::StageRange{stage * config.n_layer / pp, (stage + 1) * config.n_layer / pp});
   exec::load_hf_gpt2(model, weights);
 
   const exec::SafetensorsFile in(inputs);
   const torch::Tensor tokens = in.read("tokens", {3, 17}).to(torch::kLong);
   const torch::Tensor targets = in.read("targets", {3, 17}).to(torch::kLong);
-  exec::Group& pipe = comm.axis("pp");
+  exec::Group& pipe = comm.axis(core::Axis::Pp);
   torch::Tensor input = tokens;
   if (stage > 0) {  // the previous stage's activations, as a leaf whose gradient goes back
     input = torch::empty({3, 17, config.n_embd});
@@ -144,7 +144,7 @@ int run_reference(const std::string& weights, const std::string& inputs, const s
   // Each stage's gradients in serial layout (gathered over tp) travel to rank 0 through
   // the rendezvous store; rank 0 puts the stages together and names them as transformers does.
   exec::SerialState grads = exec::gather_serial_state(*model, tp, /*gradients=*/true);
-  const std::string mine = mesh.coord(env.rank, "tp") == 0 ? out + ".stage" + std::to_string(stage) : "";
+  const std::string mine = mesh.coord(env.rank, core::Axis::Tp) == 0 ? out + ".stage" + std::to_string(stage) : "";
   if (!mine.empty()) {
     for (auto& [name, t] : result) grads["result." + name] = t;
     exec::write_safetensors(mine, grads, {});
@@ -195,8 +195,8 @@ int main(int argc, char** argv) try {
     return 2;
   }
   const exec::RankEnv env = exec::read_rank_env();
-  exec::Communicator comm(env, core::Mesh({env.world_size}, {"tp"}), "cpu", std::chrono::seconds(60));
-  const exec::TpContext tp = env.world_size > 1 ? exec::TpContext{&comm, &comm.axis("tp")} : exec::TpContext{};
+  exec::Communicator comm(env, core::Mesh::from_axes({env.world_size}, {core::Axis::Tp}), core::Device::Cpu, std::chrono::seconds(60));
+  const exec::TpContext tp = env.world_size > 1 ? exec::TpContext{&comm, &comm.axis(core::Axis::Tp)} : exec::TpContext{};
   exec::Gpt2 model(tiny(), tp);
   exec::load_hf_gpt2(model, argv[2]);
 

@@ -43,7 +43,7 @@ TEST(LayerKernels, MatrixFlopsAreNarayanansPerLayerCount) {
   const double forward = (24 * b * s * h * h + 4 * b * s * s * h) / t;  // Narayanan et al., appendix
   for (auto set : {core::KernelSet::Unfused, core::KernelSet::Fused}) {
     const auto k = core::layer_kernels(gpt(), options(set));
-    EXPECT_DOUBLE_EQ(core::kernel_flops(k, Pass::Forward), forward) << core::kernel_set_name(set);
+    EXPECT_DOUBLE_EQ(core::kernel_flops(k, Pass::Forward), forward) << core::name_of(set);
     // The backward: input and weight gradients, each one forward's FLOPs (the attention
     // core's four products all input gradients).
     EXPECT_DOUBLE_EQ(core::kernel_flops(k, Pass::BackwardInput) + core::kernel_flops(k, Pass::BackwardWeight),
@@ -102,7 +102,7 @@ TEST(LayerKernels, SequenceParallelismDividesTheLayerNormAndDropoutRegionsByTp) 
 TEST(LayerKernels, RecomputationAddsExactlyWhatItRecomputes) {
   auto o = options(core::KernelSet::Fused);
   const auto none = core::layer_kernels(gpt(), o);
-  o.memory.recompute = "full";
+  o.memory.recompute = core::Recompute::Full;
   const auto full = core::layer_kernels(gpt(), o);
   // Full: the whole forward again, in the backward for the inputs.
   EXPECT_DOUBLE_EQ(core::kernel_flops(full, Pass::BackwardInput),
@@ -112,7 +112,7 @@ TEST(LayerKernels, RecomputationAddsExactlyWhatItRecomputes) {
   EXPECT_DOUBLE_EQ(core::kernel_bytes(full, Pass::Forward), core::kernel_bytes(none, Pass::Forward));
   // Selective: the attention core only — scores, softmax, dropout, attention over values
   // and the context copy.
-  o.memory.recompute = "selective";
+  o.memory.recompute = core::Recompute::Selective;
   const auto selective = core::layer_kernels(gpt(), o);
   double core_flops = 0, core_bytes = 0;
   for (const char* name : {"attention scores", "scale-mask-softmax", "attention dropout", "attention over values",
@@ -166,11 +166,7 @@ TEST(LayerKernels, OptimizerBytesPerParameter) {
 
 TEST(LayerKernels, KernelSetNamesRoundTripAndUnknownOnesAreRefused) {
   for (const char* name : {"unfused", "fused", "flash"})
-    EXPECT_EQ(core::kernel_set_name(core::parse_kernel_set(name)), name);
-  try {
-    core::parse_kernel_set("triton");
-    FAIL() << "accepted";
-  } catch (const core::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("unfused, fused or flash"), std::string::npos);
-  }
+    EXPECT_EQ(core::name_of(*core::parse_option<core::KernelSet>(name)), name);
+  EXPECT_FALSE(core::parse_option<core::KernelSet>("triton"));
+  EXPECT_EQ(core::option_list<core::KernelSet>(" or "), "unfused, fused or flash");
 }

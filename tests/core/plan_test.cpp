@@ -1,4 +1,4 @@
-// core::Plan: the original configs load unchanged; every bad plan names key, value, fix.
+// Plan: the original configs load unchanged; every bad plan names key, value, fix.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/plan.h"
 #include "core/plan_keys.h"
+#include "core/run_layout.h"
 
 using namespace quintnet::core;
 
@@ -57,7 +58,7 @@ TEST(Plan, OriginalVitConfigLoadsUnchanged) {
   EXPECT_EQ(p.strategy(), "3d");
   EXPECT_EQ(p.schedule_kind(), ScheduleKind::OneFOneB);
   EXPECT_EQ(p.dataset_path, "/mnt/dataset/mnist/");
-  EXPECT_EQ(p.device_type, "cuda");
+  EXPECT_EQ(p.device_type, Device::Cuda);
 }
 
 TEST(Plan, OriginalGpt2ConfigLoadsUnchanged) {
@@ -111,6 +112,65 @@ TEST(Plan, RejectsUnknownScheduleStrategyModel) {
   EXPECT_MESSAGE(vit_yaml("model: resnet\n"), "model", "unknown model 'resnet'", "vit or gpt2");
   EXPECT_MESSAGE(vit_yaml("mesh_name: ['dp', 'tp', 'ep']\n"), "mesh_name", "unknown axis 'ep'");
   EXPECT_MESSAGE(vit_yaml("precision: fp16\n"), "precision", "unknown precision 'fp16'", "fp32 or bf16");
+  EXPECT_MESSAGE(vit_yaml("device_type: tpu\n"), "device_type", "unknown device 'tpu'", "cpu or cuda");
+  EXPECT_MESSAGE(vit_yaml("kernels: triton\n"), "kernels", "unknown kernel set 'triton'", "unfused, fused or flash");
+}
+
+// The typed options are written back under their names: a plan round-trips.
+TEST(Plan, TypedOptionsRoundTripThroughTheirNames) {
+  const Plan p = parse_plan_text(vit_yaml("precision: bf16\nrecompute: selective\nkernels: flash\n"),
+                                             "<test>").plan;
+  EXPECT_EQ(p.precision, Precision::Bf16);
+  EXPECT_EQ(p.recompute, Recompute::Selective);
+  EXPECT_EQ(p.kernels, KernelSet::Flash);
+  EXPECT_EQ(p.mesh_name, all_axes());
+  const nlohmann::json j = p.to_json();
+  EXPECT_EQ(j["precision"], "bf16");
+  EXPECT_EQ(j["recompute"], "selective");
+  EXPECT_EQ(j["kernels"], "flash");
+  EXPECT_EQ(j["mesh_name"], nlohmann::json({"dp", "tp", "pp"}));
+  const Plan again = parse_plan_json(j, "<json>").plan;
+  EXPECT_EQ(again.to_json(), j);
+}
+
+// The plan resolved once (core/run_layout.h): sizes, strategy, schedule and stages agree
+// with the plan's own accessors and with what the schedule generator makes of them.
+TEST(RunLayout, ResolvesMeshScheduleAndStagesOnce) {
+  const Plan p = parse_plan_text(
+      "batch_size: 32\ngrad_acc_steps: 4\nmesh_dim: [2, 2, 2]\nschedule: interleaved\nvirtual_stages: 2\n", "<test>")
+                           .plan;
+  const RunLayout l = resolve_layout(p);
+  EXPECT_EQ(l.dp, 2);
+  EXPECT_EQ(l.tp, 2);
+  EXPECT_EQ(l.pp, 2);
+  EXPECT_EQ(l.world_size(), 8);
+  EXPECT_EQ(l.strategy, "3d");
+  EXPECT_TRUE(l.uses(Axis::Pp));
+  EXPECT_EQ(l.chunks, 2);
+  EXPECT_EQ(l.microbatches, 4);
+  EXPECT_EQ(l.micro_batch_size, 4);
+  EXPECT_EQ(l.schedule.pp, 2);
+  EXPECT_EQ(l.schedule.chunks, 2);
+  EXPECT_EQ(l.schedule.microbatches, 4);
+  ASSERT_EQ(l.stages.size(), 4u);
+  EXPECT_EQ(l.stages.front().first, 0);
+  EXPECT_EQ(l.stages.back().end, l.model.layers);
+  for (size_t s = 1; s < l.stages.size(); ++s) EXPECT_EQ(l.stages[s].first, l.stages[s - 1].end);
+  EXPECT_EQ(l.mesh.group(0, Axis::Tp), (std::vector<int>{0, 1}));
+  EXPECT_EQ(l.mesh.group(0, Axis::Dp), (std::vector<int>{0, 2}));
+  EXPECT_EQ(l.mesh.group(0, Axis::Pp), (std::vector<int>{0, 4}));
+}
+
+// A strategy that does not pipeline runs one chunk, whatever virtual_stages says: the
+// executor always did, and the simulator now takes the same layout.
+TEST(RunLayout, AStrategyWithoutPipelineRunsOneChunk) {
+  const Plan p = parse_plan_text(
+      "batch_size: 8\ngrad_acc_steps: 2\nmesh_dim: [2, 1, 1]\nschedule: interleaved\nvirtual_stages: 2\n", "<test>")
+                           .plan;
+  const RunLayout l = resolve_layout(p);
+  EXPECT_EQ(l.strategy, "dp");
+  EXPECT_EQ(l.chunks, 1);
+  EXPECT_EQ(l.stages.size(), 1u);
 }
 
 // Memory at scale: an unknown recompute value, sequence parallelism without tp, and the
@@ -125,7 +185,7 @@ TEST(Plan, RejectsMemoryOptionsItCannotRun) {
   EXPECT_MESSAGE(vit_yaml("zero_stage: 4\n"), "zero_stage", "out of range");
   EXPECT_MESSAGE(vit_yaml("sequence_parallel: maybe\n"), "sequence_parallel");
   const auto plan = parse_plan_text(vit_yaml("recompute: full\nsequence_parallel: true\nzero_stage: 1\n"), "t").plan;
-  EXPECT_EQ(plan.recompute, "full");
+  EXPECT_EQ(plan.recompute, Recompute::Full);
   EXPECT_TRUE(plan.sequence_parallel);
   EXPECT_EQ(plan.zero_stage, 1);
 }

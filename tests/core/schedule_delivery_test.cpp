@@ -63,3 +63,34 @@ TEST(ScheduleDelivery, SendsAreReleasedOnceAfterAReceiveAndNeverPileUp) {
         }
       }
 }
+
+// Evaluation's schedule (core::make_forward_only): forwards only, every stage once per
+// microbatch in stage order, each RECV_ACT matched by the SEND_ACT of the rank before with
+// the same message; it runs (delivered_before throws for a RECV whose SEND never comes).
+TEST(ScheduleDelivery, TheForwardOnlyScheduleSendsEveryActivationOnceAndRuns) {
+  for (int pp : {1, 2, 4})
+    for (int chunks : {1, 2}) {
+      const Schedule s = make_forward_only(pp, 3, chunks);
+      const std::string what = "pp " + std::to_string(pp) + " chunks " + std::to_string(chunks);
+      std::map<Message, int> sent, received;
+      for (int r = 0; r < pp; ++r) {
+        int forwards = 0;
+        for (const Step& st : interpret(s, r)) {
+          EXPECT_TRUE(st.action.kind == ActionKind::Forward || st.action.kind == ActionKind::SendAct ||
+                      st.action.kind == ActionKind::RecvAct)
+              << what << ": " << st.name;
+          forwards += st.action.kind == ActionKind::Forward;
+          if (st.action.kind == ActionKind::SendAct) ++sent[*st.message];
+          if (st.action.kind == ActionKind::RecvAct) ++received[*st.message];
+        }
+        EXPECT_EQ(forwards, 3 * chunks) << what;
+        EXPECT_NO_THROW(delivered_before(s, r)) << what;
+      }
+      EXPECT_EQ(sent, received) << what;
+      // With pp > 1 every stage boundary crosses to another rank (stage s lives on rank
+      // s mod pp); on one rank none does.
+      const int boundaries = pp > 1 ? 3 * (pp * chunks - 1) : 0;
+      EXPECT_EQ(static_cast<int>(sent.size()), boundaries) << what;
+      for (const auto& [m, n] : sent) EXPECT_EQ(n, 1) << what;
+    }
+}

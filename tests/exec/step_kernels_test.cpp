@@ -11,8 +11,9 @@
 #include <limits>
 
 #include "exec/models/chunked_cross_entropy.h"
-#include "exec/train/flat_parameters.h"
-#include "exec/train/grad_norm.h"
+#include "exec/dp/flat_parameters.h"
+#include "exec/parallel/flat_adamw.h"
+#include "exec/parallel/grad_norm.h"
 #include "exec/train/pending_figures.h"
 
 using namespace quintnet::exec;

@@ -144,7 +144,7 @@ TEST(IdxDataset, FashionMnistFromSetupLoads) {
 }
 
 #include "exec/models/vit.h"
-#include "exec/train/flat_parameters.h"
+#include "exec/dp/flat_parameters.h"
 
 TEST(FlatParameters, BackwardAccumulatesIntoTheFlatGradientBuffer) {
   quintnet::core::ModelConfig cfg;
@@ -171,7 +171,7 @@ TEST(FlatParameters, BackwardAccumulatesIntoTheFlatGradientBuffer) {
   EXPECT_NEAR(flat.grads().abs().sum().item<double>(), per_param, 1e-3 * per_param);
 }
 
-#include "exec/train/autocast.h"
+#include "exec/precision/autocast.h"
 
 // precision: bf16 on CPU: inside the scope a linear layer computes in bfloat16, the
 // weight's gradient (backward outside the scope) comes back fp32, and leaving the scope

@@ -30,29 +30,29 @@ namespace core = quintnet::core;
 TEST(CostModel, ActivationMemoryAndRecomputationFollowKorthikanti) {
   const core::ModelDims m = core::model_dims("gpt3-175b");
   const double s = m.seq, h = m.hidden, a = m.heads, t = 8, sbh = s * h;
-  auto layer = [&](const std::string& recompute, bool sp) {
+  auto layer = [&](core::Recompute recompute, bool sp) {
     core::MemoryOptions o;
     o.recompute = recompute, o.sequence_parallel = sp;
     return core::stage_cost(m, 1, 2, 1, 8, 2.0, o);  // one middle layer, micro-batch 1
   };
-  EXPECT_NEAR(layer("none", false).activation_bytes, sbh * (10 + 24 / t + 5 * a * s / (h * t)), 1);
-  EXPECT_NEAR(layer("none", true).activation_bytes, sbh * (34 / t + 5 * a * s / (h * t)), 1);
-  EXPECT_NEAR(layer("selective", false).activation_bytes, sbh * (10 + 24 / t), 1);
-  EXPECT_NEAR(layer("selective", true).activation_bytes, sbh * 34 / t, 1);
-  EXPECT_NEAR(layer("full", false).activation_bytes, 2 * sbh, 1);
-  EXPECT_NEAR(layer("full", true).activation_bytes, 2 * sbh / t, 1);
-  const double ratio = layer("none", false).activation_bytes / layer("selective", true).activation_bytes;
+  EXPECT_NEAR(layer(core::Recompute::None, false).activation_bytes, sbh * (10 + 24 / t + 5 * a * s / (h * t)), 1);
+  EXPECT_NEAR(layer(core::Recompute::None, true).activation_bytes, sbh * (34 / t + 5 * a * s / (h * t)), 1);
+  EXPECT_NEAR(layer(core::Recompute::Selective, false).activation_bytes, sbh * (10 + 24 / t), 1);
+  EXPECT_NEAR(layer(core::Recompute::Selective, true).activation_bytes, sbh * 34 / t, 1);
+  EXPECT_NEAR(layer(core::Recompute::Full, false).activation_bytes, 2 * sbh, 1);
+  EXPECT_NEAR(layer(core::Recompute::Full, true).activation_bytes, 2 * sbh / t, 1);
+  const double ratio = layer(core::Recompute::None, false).activation_bytes / layer(core::Recompute::Selective, true).activation_bytes;
   EXPECT_GT(ratio, 5.0);
   EXPECT_LT(ratio, 6.0);
-  EXPECT_NEAR(layer("full", false).recompute_flops, layer("none", false).forward_flops, 1);
-  EXPECT_NEAR(layer("selective", false).recompute_flops, s * 4 * s * h / t, 1);  // QK^T and .V
-  EXPECT_EQ(layer("none", false).recompute_flops, 0);
+  EXPECT_NEAR(layer(core::Recompute::Full, false).recompute_flops, layer(core::Recompute::None, false).forward_flops, 1);
+  EXPECT_NEAR(layer(core::Recompute::Selective, false).recompute_flops, s * 4 * s * h / t, 1);  // QK^T and .V
+  EXPECT_EQ(layer(core::Recompute::None, false).recompute_flops, 0);
   // While a layer's backward runs: the gradients at its output and input (s b h values each)
   // and the MLP's s b 4h / t; full recomputation adds the layer's activations, recomputed.
   const double gradients = 2 * (2 * sbh + 4 * sbh / t);
-  EXPECT_NEAR(layer("none", false).backward_working_bytes, gradients, 1);
-  EXPECT_NEAR(layer("selective", true).backward_working_bytes, gradients, 1);
-  EXPECT_NEAR(layer("full", false).backward_working_bytes, gradients + layer("none", false).activation_bytes, 1);
+  EXPECT_NEAR(layer(core::Recompute::None, false).backward_working_bytes, gradients, 1);
+  EXPECT_NEAR(layer(core::Recompute::Selective, true).backward_working_bytes, gradients, 1);
+  EXPECT_NEAR(layer(core::Recompute::Full, false).backward_working_bytes, gradients + layer(core::Recompute::None, false).activation_bytes, 1);
   // Without dropout (the executor's ViT): no masks, no dropped-out attention weights —
   // 16 sbh + a s^2 b values per layer, 8 sbh bytes of them whole under tensor parallelism.
   core::ModelDims plain = m;
@@ -68,7 +68,7 @@ TEST(CostModel, ActivationMemoryAndRecomputationFollowKorthikanti) {
   // A pipeline rank's buffers, one stage boundary each: the first stage keeps each in-flight
   // microbatch's output and one received gradient, the last its two latest sent gradients,
   // a middle stage (or any rank holding several chunks) both.
-  const double boundary = layer("none", false).boundary_bytes;
+  const double boundary = layer(core::Recompute::None, false).boundary_bytes;
   EXPECT_EQ(boundary, sbh * 2);
   EXPECT_EQ(core::pipeline_buffer_bytes(boundary, 4, true, false), 5 * boundary);
   EXPECT_EQ(core::pipeline_buffer_bytes(boundary, 1, false, true), 2 * boundary);

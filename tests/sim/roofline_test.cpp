@@ -120,7 +120,7 @@ TEST(Simulator, OneGpuStepIsItsKernelsOnTheRoofline) {
     gpt2.kind = "gpt2";
     const core::ModelDims dims = core::model_dims(gpt2, 1024);
     core::KernelOptions o;
-    o.micro_batch = 4, o.microbatches = 2, o.bytes_per_value = 2, o.set = core::parse_kernel_set(kernels);
+    o.micro_batch = 4, o.microbatches = 2, o.bytes_per_value = 2, o.set = *core::parse_option<core::KernelSet>(kernels);
     double microbatch = 0;
     for (const auto& k : core::stage_kernels(dims, 0, dims.layers, o)) microbatch += k.count * seconds(k);
     const double parameters = core::stage_cost(dims, 0, dims.layers, 4, 1).parameters, optimizer_bytes = 52 * parameters;

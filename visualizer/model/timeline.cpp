@@ -19,27 +19,9 @@ bool counts_as_compute(const core::TraceEvent& e) { return e.lane == core::Lane:
 }  // namespace
 
 Timeline::Timeline(core::Trace trace, std::optional<int> step) : trace_(std::move(trace)) {
-  if (step) {
-    std::vector<core::TraceEvent> kept;
-    for (auto& e : trace_.events)
-      if (e.step == *step) kept.push_back(std::move(e));
-    if (kept.empty() && !trace_.events.empty())
-      throw core::TraceError("step " + std::to_string(*step) + " is not in the trace (it has steps " +
-                             [&] {
-                               std::set<int> s;
-                               for (const auto& e : trace_.events) s.insert(e.step);
-                               return std::to_string(*s.begin()) + "-" + std::to_string(*s.rbegin());
-                             }() + ")");
-    trace_.events = std::move(kept);
-  }
+  if (step) keep_step(*step);
   if (trace_.events.empty()) throw core::TraceError("the trace has no events: nothing to draw");
-  for (size_t i = 0; i < trace_.events.size(); ++i) {
-    const auto& e = trace_.events[i];
-    if (!(std::abs(e.ts_us) <= 1e15) || !(e.dur_us >= 0 && e.dur_us <= 1e15) || e.rank < 0 || e.rank > 1 << 24)
-      throw core::TraceError("traceEvents: event " + std::to_string(i) + " ('" + e.name +
-                             "') has a time, duration or rank out of range (ts " + std::to_string(e.ts_us) + " us, dur " +
-                             std::to_string(e.dur_us) + " us, rank " + std::to_string(e.rank) + ")");
-  }
+  check_event_ranges();
   int num_ranks = static_cast<int>(trace_.ranks.size());
   begin_us_ = 1e300;
   end_us_ = -1e300;
@@ -54,7 +36,34 @@ Timeline::Timeline(core::Trace trace, std::optional<int> step) : trace_(std::mov
       if (f.from_ts_us >= begin_us_ && f.to_ts_us <= end_us_) flows.push_back(f);
     trace_.flows = std::move(flows);
   }
+  build_rows(num_ranks);
+  find_bubbles(num_ranks);
+}
 
+void Timeline::keep_step(int step) {
+  std::vector<core::TraceEvent> kept;
+  for (auto& e : trace_.events)
+    if (e.step == step) kept.push_back(std::move(e));
+  if (kept.empty() && !trace_.events.empty()) {
+    std::set<int> steps;
+    for (const auto& e : trace_.events) steps.insert(e.step);
+    throw core::TraceError("step " + std::to_string(step) + " is not in the trace (it has steps " +
+                           std::to_string(*steps.begin()) + "-" + std::to_string(*steps.rbegin()) + ")");
+  }
+  trace_.events = std::move(kept);
+}
+
+void Timeline::check_event_ranges() const {
+  for (size_t i = 0; i < trace_.events.size(); ++i) {
+    const auto& e = trace_.events[i];
+    if (!(std::abs(e.ts_us) <= 1e15) || !(e.dur_us >= 0 && e.dur_us <= 1e15) || e.rank < 0 || e.rank > 1 << 24)
+      throw core::TraceError("traceEvents: event " + std::to_string(i) + " ('" + e.name +
+                             "') has a time, duration or rank out of range (ts " + std::to_string(e.ts_us) + " us, dur " +
+                             std::to_string(e.dur_us) + " us, rank " + std::to_string(e.rank) + ")");
+  }
+}
+
+void Timeline::build_rows(int num_ranks) {
   // Rows: ranks ordered by (pp, tp, dp); every rank gets the sub-lanes any rank uses.
   // Ranks without events (e.g. all filtered out by a search) get no rows.
   std::set<core::Lane> used;
@@ -98,8 +107,10 @@ Timeline::Timeline(core::Trace trace, std::optional<int> step) : trace_(std::mov
     for (size_t i : row.events) longest = std::max(longest, trace_.events[i].dur_us);
     max_dur_per_row_.push_back(longest);
   }
+}
 
-  // Bubbles: per step, the window over all ranks' compute; gaps of each rank inside it.
+void Timeline::find_bubbles(int num_ranks) {
+  // Per step, the window over all ranks' compute; gaps of each rank inside it.
   std::map<int, Interval> windows;
   for (const auto& e : trace_.events) {
     if (!counts_as_compute(e)) continue;

@@ -57,6 +57,11 @@ class Timeline {
   double longest_us(size_t row) const { return max_dur_per_row_[row]; }
 
  private:
+  // The constructor's parts, in order.
+  void keep_step(int step);          // drops the other steps' events; throws naming the steps there are
+  void check_event_ranges() const;   // throws TraceError for an event out of range
+  void build_rows(int num_ranks);    // rows_, kinds_, max_dur_per_row_
+  void find_bubbles(int num_ranks);  // bubbles_, busy_us_, window_total_us_
   core::Trace trace_;
   std::vector<Row> rows_;
   std::vector<std::vector<Interval>> bubbles_;  // per rank

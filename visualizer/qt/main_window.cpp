@@ -123,12 +123,17 @@ void MainWindow::build_menus() {
   });
   dark->setCheckable(true);
 
+  build_toolbar({critical, dark, follow});
+}
+
+void MainWindow::build_toolbar(const QList<QAction*>& toggles) {
   QToolBar* bar = addToolBar("Main");
   bar->setObjectName("toolbar");
   bar->setMovable(false);
   bar->addActions({action("open"), action("compare"), action("export")});
   bar->addSeparator();
-  bar->addActions({action("fit"), critical, dark, follow});
+  bar->addActions({action("fit")});
+  bar->addActions(toggles);
   bar->addSeparator();
   group_by_ = new QComboBox;
   group_by_->setObjectName("group-by");

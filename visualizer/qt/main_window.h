@@ -68,6 +68,8 @@ class MainWindow : public QMainWindow {
 
  private:
   void build_menus();
+  // The toolbar: file actions, Fit and the view toggles, the lane grouping, the search.
+  void build_toolbar(const QList<QAction*>& toggles);
   QWidget* build_details_panel();
   QWidget* build_schedule_panel();
   void show_details(int source, long event);

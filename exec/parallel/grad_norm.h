@@ -13,7 +13,7 @@
 
 #include <vector>
 
-#include "exec/train/flat_parameters.h"
+#include "exec/dp/flat_parameters.h"
 
 namespace quintnet::exec {
 

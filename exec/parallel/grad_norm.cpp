@@ -1,4 +1,4 @@
-#include "exec/train/grad_norm.h"
+#include "exec/parallel/grad_norm.h"
 
 #include <algorithm>
 

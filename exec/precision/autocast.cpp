@@ -1,4 +1,4 @@
-#include "exec/train/autocast.h"
+#include "exec/precision/autocast.h"
 
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
