@@ -7,7 +7,10 @@ namespace quintnet::core {
 namespace {
 
 ModelDims gpt(const std::string& name, int layers, int hidden, int heads, int seq) {
-  return ModelDims{name, false, layers, hidden, heads, 4 * hidden, 50257, seq, 0};
+  ModelDims d;
+  d.name = name;
+  d.layers = layers, d.hidden = hidden, d.heads = heads, d.ffn = 4 * hidden, d.vocab = 50257, d.seq = seq;
+  return d;
 }
 
 const std::vector<ModelDims>& presets() {
@@ -25,13 +28,13 @@ double layer_parameters(const ModelDims& m) {
 }
 
 double embedding_parameters(const ModelDims& m) {
-  return m.vit ? static_cast<double>(m.patch_inputs) * m.hidden + (m.seq + 1.0) * m.hidden
-               : (static_cast<double>(m.vocab) + m.seq) * m.hidden;
+  return m.inputs == Inputs::ImagePatches ? static_cast<double>(m.patch_inputs) * m.hidden + (m.seq + 1.0) * m.hidden
+                                         : (static_cast<double>(m.vocab) + m.seq) * m.hidden;
 }
 
 double head_parameters(const ModelDims& m) {
-  // GPT ties the head to the embedding (no new parameters); ViT has its own.
-  return 2.0 * m.hidden + (m.vit ? static_cast<double>(m.hidden) * m.vocab : 0.0);
+  // A tied head reuses the embedding's weights (no new parameters); a classifier has its own.
+  return 2.0 * m.hidden + (m.head == Head::ClassTokenClassifier ? static_cast<double>(m.hidden) * m.vocab : 0.0);
 }
 
 }  // namespace
@@ -87,11 +90,11 @@ StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, doub
   double params = layers * layer_parameters(m);
   if (first == 0) {
     params += embedding_parameters(m);
-    if (m.vit) fwd += 2.0 * b * (s - 1) * m.patch_inputs * h;
+    if (m.inputs == Inputs::ImagePatches) fwd += 2.0 * b * (s - 1) * m.patch_inputs * h;
   }
   if (end == m.layers) {
     params += head_parameters(m);
-    fwd += m.vit ? 2.0 * b * h * m.vocab : 2.0 * tokens * h * m.vocab;
+    fwd += m.head == Head::ClassTokenClassifier ? 2.0 * b * h * m.vocab : 2.0 * tokens * h * m.vocab;
   }
   c.forward_flops = fwd / tp;
   c.backward_flops = 2.0 * c.forward_flops;

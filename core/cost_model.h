@@ -12,9 +12,23 @@
 
 namespace quintnet::core {
 
+// The parts of a model around its transformer layers, as its description gives them
+// (core/models/): the cost model and the kernel list ask which parts a model has, never
+// which model it is.
+enum class Inputs {
+  Tokens,       // a vocabulary lookup and learnt positions (GPT)
+  ImagePatches  // patches projected, a class token and positions (ViT)
+};
+enum class Head {
+  TiedVocabulary,       // LayerNorm, then logits over the vocabulary with the embedding's weights (GPT)
+  ClassTokenClassifier  // LayerNorm and a classifier on the class token only (ViT)
+};
+
 struct ModelDims {
   std::string name;
-  bool vit = false;
+  Inputs inputs = Inputs::Tokens;
+  Head head = Head::TiedVocabulary;
+  bool causal = true;  // attention to earlier tokens only (a language model)
   int layers = 0, hidden = 0, heads = 0, ffn = 0;
   int vocab = 0;   // GPT: vocabulary; ViT: classes
   int seq = 0;     // tokens per sample (ViT: patches + class token)

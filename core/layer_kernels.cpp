@@ -29,7 +29,7 @@ Sizes sizes_of(const ModelDims& m, const KernelOptions& o) {
   z.S = z.b * z.heads_per_rank * z.s * z.s;
   z.dropout = m.dropout;
   z.mask = m.dropout ? 1.0 : 0.0;
-  z.causal = !m.vit;
+  z.causal = m.causal;
   z.Tr = o.memory.sequence_parallel ? z.T / z.t : z.T;
   z.set = o.set;
   return z;
@@ -180,7 +180,7 @@ void layer_backward(Builder& k, const Sizes& z, const KernelOptions& o) {
 void embedding_kernels(Builder& k, const ModelDims& m, const Sizes& z, const KernelOptions& o) {
   const Pass f = Pass::Forward, bw = Pass::BackwardWeight;
   const double n = z.T * z.h;
-  if (m.vit) {
+  if (m.inputs == Inputs::ImagePatches) {
     const double patches = z.b * (z.s - 1);
     k.gemm("patch embedding", f, patches, z.h, m.patch_inputs);
     k.memory("class token and positions", f, 3 * z.e * n);
@@ -202,7 +202,7 @@ void embedding_kernels(Builder& k, const ModelDims& m, const Sizes& z, const Ker
 
 void head_kernels(Builder& k, const ModelDims& m, const Sizes& z, const KernelOptions& o) {
   const Pass f = Pass::Forward, bi = Pass::BackwardInput, bw = Pass::BackwardWeight;
-  if (m.vit) {  // LayerNorm and classifier on the class token of each sample
+  if (m.head == Head::ClassTokenClassifier) {  // LayerNorm and classifier on the class token of each sample
     k.memory("final layernorm", f, 2 * z.e * z.b * z.h);
     k.gemm("classifier", f, z.b, m.vocab, z.h);
     k.gemm("classifier: input gradient", bi, z.b, z.h, m.vocab);

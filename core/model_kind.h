@@ -1,15 +1,17 @@
 #pragma once
-// core::ModelKind — everything core knows of a model a plan can name, in one table
-// (core/model_kind.cpp): where its keys sit in a config, which keys give its sizes
-// (named in messages), its default data, its sizes, its layer shapes for the cost
-// model and the shape checks only it needs.  Nothing else in core asks which model a
-// plan holds.  The executor's side of a model is exec/models/registry.cpp.
+// core::ModelKind — everything core knows of a model a plan can name, one description
+// per model (core/models/<name>.cpp), listed in core/model_kind.cpp: where its keys sit
+// in a config and the keys themselves, which keys give its sizes (named in messages),
+// its default data, its sizes, its layer shapes for the cost model and the shape checks
+// only it needs.  Nothing else in core asks which model a plan holds.  The executor's
+// side of a model is exec/models/registry.cpp.
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "core/cost_model.h"
 #include "core/plan.h"
+#include "core/plan_keys.h"
 
 namespace quintnet::core {
 
@@ -30,7 +32,13 @@ struct ModelKind {
   std::string layers_key, heads_key, hidden_key;  // the keys of its sizes
   std::function<ModelDims(const ModelConfig&, int seq_len)> dims;  // its sizes and the cost model's view
   std::function<std::vector<Divisibility>(const ModelConfig&, int tp)> rules;  // besides heads and tp
+  std::string key_section;  // its keys' section of docs/CONFIG.md ("Model: ViT")
+  std::function<void(std::vector<PlanKey>&)> add_keys;  // declares its plan keys (core/plan_key_builders.h)
 };
+
+// Each model's description, one file per model: core/models/vit.cpp, core/models/gpt2.cpp.
+ModelKind vit_model_kind();
+ModelKind gpt2_model_kind();
 
 const std::vector<ModelKind>& model_kinds();
 // Throws ConfigError naming the known kinds.

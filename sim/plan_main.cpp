@@ -55,7 +55,9 @@ int plan_command(int argc, char** argv) {
 
   std::vector<sim::Candidate> all = sim::enumerate_layouts(q, platform);
   const core::ModelDims dims = core::model_dims(q.model);
-  const double flops_per_step = core::training_flops_per_sample(core::ModelDims{dims.name, false, dims.layers, dims.hidden, dims.heads, dims.ffn, dims.vocab, q.seq, 0}) * q.global_batch;
+  core::ModelDims at_seq = dims;
+  at_seq.seq = q.seq;
+  const double flops_per_step = core::training_flops_per_sample(at_seq) * q.global_batch;
   int feasible = 0;
   for (const auto& c : all) feasible += c.rejected.empty();
   std::printf("%s on %d GPUs of %s, global batch %d, sequence %d: %zu layouts, %d can run\n", q.model.c_str(), q.gpus,

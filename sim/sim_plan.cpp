@@ -62,7 +62,7 @@ core::RunLayout simulated_layout(const core::Plan& plan, const std::string& mode
   core::ModelDims dims = model_override.empty()
                             ? core::model_dims(plan.model, seq_len > 0 ? seq_len : plan.max_seq_length)
                             : core::model_dims(model_override);
-  if (seq_len > 0 && !dims.vit) dims.seq = seq_len;
+  if (seq_len > 0 && dims.inputs == core::Inputs::Tokens) dims.seq = seq_len;  // an image fixes its own
   return core::resolve_layout(plan, dims);
 }
 

@@ -4,6 +4,7 @@
 #include "exec/models/attention.h"
 #include "exec/models/chunked_cross_entropy.h"
 #include "exec/models/recompute.h"
+#include "exec/models/registry.h"
 #include "exec/models/serial_state.h"
 #include "exec/models/safetensors.h"
 
@@ -208,6 +209,22 @@ SerialState to_hf_gpt2(const SerialState& serial, const core::ModelConfig& c) {
     out[theirs + "mlp.c_proj.bias"] = get(ours + "proj.bias");
   }
   return out;
+}
+
+// How the trainer meets GPT-2 (exec/models/registry.h).
+ModelEntry gpt2_model_entry() {
+  ModelEntry gpt2;
+  gpt2.kind = "gpt2";
+  gpt2.make_serial = [](const core::Plan& p) {
+    Gpt2 gpt(p.model, TpContext{});
+    if (!p.checkpoint_path.empty()) load_hf_gpt2(gpt, p.checkpoint_path);  // fine-tuning from released weights
+    return gpt.ptr();
+  };
+  gpt2.load_data = load_text_data;
+  gpt2.tokens = [](const core::Plan& p) { return static_cast<std::int64_t>(p.max_seq_length); };
+  gpt2.has_dropout = [](const core::ModelConfig& m) { return m.attn_pdrop + m.embd_pdrop + m.resid_pdrop > 0; };
+  gpt2.language_model = true;
+  return gpt2;
 }
 
 }  // namespace quintnet::exec

@@ -3,8 +3,9 @@
 // a plan, what data it reads, the shape of the activations between its pipeline stages,
 // whether it draws dropout masks, and what its epoch table reports.  Everything else
 // (strategy, pipeline runner, trainer, checkpoints) sees a model only as a StageModel
-// (exec/models/stage_model.h).  Adding a model: its StageModel in exec/models/, its
-// entry in registry.cpp, its keys in core/plan_keys.cpp (docs/ARCHITECTURE.md).
+// (exec/models/stage_model.h).  Adding a model: its StageModel and its entry in
+// exec/models/<name>.cpp, listed in registry.cpp; its description (sizes, shape rules,
+// plan keys) in core/models/<name>.cpp (docs/ARCHITECTURE.md).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,6 +28,10 @@ struct ModelEntry {
   std::function<bool(const core::ModelConfig&)> has_dropout;
   bool language_model = false;  // the epoch table reports perplexity, not accuracy
 };
+
+// Each model's entry, beside its StageModel: exec/models/vit.cpp, exec/models/gpt2.cpp.
+ModelEntry vit_model_entry();
+ModelEntry gpt2_model_entry();
 
 // The plan's model; a UserError names the known kinds for any other.
 const ModelEntry& model_entry(const core::ModelConfig& model);

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "exec/models/attention.h"
 #include "exec/models/recompute.h"
+#include "exec/models/registry.h"
 #include "exec/models/serial_state.h"
 
 namespace quintnet::exec {
@@ -97,6 +98,21 @@ StageLoss ViTImpl::loss(const torch::Tensor& output, const torch::Tensor& labels
 
 std::shared_ptr<StageModel> ViTImpl::make_stage(const TpContext& tp, StageRange range) const {
   return std::make_shared<ViTImpl>(config_, tp, range);
+}
+
+// How the trainer meets the ViT (exec/models/registry.h).
+ModelEntry vit_model_entry() {
+  ModelEntry vit;
+  vit.kind = "vit";
+  vit.make_serial = [](const core::Plan& p) { return ViT(p.model, TpContext{}).ptr(); };
+  vit.load_data = load_image_data;
+  // One token per patch, and the class token.
+  vit.tokens = [](const core::Plan& p) {
+    const int side = p.model.img_size / p.model.patch_size;
+    return static_cast<std::int64_t>(side * side + 1);
+  };
+  vit.has_dropout = [](const core::ModelConfig& m) { return m.dropout > 0; };
+  return vit;
 }
 
 }  // namespace quintnet::exec

@@ -8,11 +8,12 @@ using torch::autograd::variable_list;
 
 // Loss_i = log Σ_v exp(z_iv − m_i) − (z_i,t_i − m_i), with m_i the global max; every sum
 // over v is a local sum all-reduced over the group.  Gradient: softmax − one-hot, each
-// rank on its own columns.
+// rank on its own columns.  The tp group is used by the forward only (apply runs it at
+// once), so it goes in as a pointer and is not saved for the backward.
 struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossEntropy> {
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor logits, torch::Tensor targets, int64_t first,
-                               int64_t tp_address) {
-    const TpContext& tp = *reinterpret_cast<const TpContext*>(tp_address);
+                               const TpContext* group) {
+    const TpContext& tp = *group;
     torch::Tensor z = logits.detach();
     torch::Tensor max = std::get<0>(z.max(-1));
     if (tp.size() > 1) tp.comm->all_reduce_max(*tp.group, max);
@@ -80,7 +81,7 @@ torch::Tensor VocabParallelEmbeddingImpl::logits(const torch::Tensor& h) {
 
 torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& local_logits, const torch::Tensor& targets,
                                            int64_t first, const TpContext& tp) {
-  return VocabParallelCrossEntropy::apply(local_logits, targets, first, reinterpret_cast<int64_t>(&tp));
+  return VocabParallelCrossEntropy::apply(local_logits, targets, first, &tp);
 }
 
 }  // namespace quintnet::exec
