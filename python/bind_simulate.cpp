@@ -47,13 +47,13 @@ py::object simulate(const py::handle& plan_source, const std::string& platform_n
     if (calibration_path) calibration = sim::read_calibration(*calibration_path);
     sim::Platform platform = calibration ? sim::calibrated_platform(*calibration, 1) : sim::load_platform(platform_name, nodes);
     if (collective) sim::choose_collective(platform, *collective);
-    const sim::SimPlan sim_plan =
-        sim::checked_sim_plan(sim::simulated_layout(plan, model, seq), platform, calibration ? &*calibration : nullptr);
+    const sim::StepCosts costs =
+        sim::checked_step_costs(sim::simulated_layout(plan, model, seq), platform, calibration ? &*calibration : nullptr);
     sim::SimulateRequest request;
     request.exact = exact;
     request.trace_path = trace_path.value_or("");
     request.plan_json = plan.to_json();
-    return sim::simulate_plan(sim_plan, platform, request).summary.dump();
+    return sim::simulate_plan(costs, platform, request).summary.dump();
   });
   return from_json(summary);
 }
@@ -70,10 +70,10 @@ py::object simulate_uniform(const std::string& kind_name, int pp, int microbatch
     if (pp > platform.gpus())
       throw core::UserError("pp " + std::to_string(pp) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
     const auto wall0 = std::chrono::steady_clock::now();
-    const sim::SimPlan plan = sim::uniform_sim_plan(kind, pp, microbatches, v, forward, backward_input, backward_weight, p2p_bytes);
-    const sim::SimResult r = sim::simulate_step(plan, platform);
+    const sim::StepCosts costs = sim::uniform_step_costs(kind, pp, microbatches, v, forward, backward_input, backward_weight, p2p_bytes);
+    const sim::SimResult r = sim::simulate_step(costs, platform);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-    return sim::simulation_summary(plan, platform, r, wall).dump();
+    return sim::simulation_summary(costs, platform, r, wall).dump();
   });
   return from_json(summary);
 }
@@ -94,7 +94,7 @@ py::list plan_layouts(const std::string& model, int gpus, const std::string& pla
     int simulated = 0;
     for (auto& c : all)
       if (c.rejected.empty() && simulated++ < to_simulate)
-        c.simulated_step_s = sim::simulate_in_child(sim::candidate_sim_plan(q, c, platform), platform);
+        c.simulated_step_s = sim::simulate_in_child(sim::candidate_step_costs(q, c, platform), platform);
   }
   py::list out;
   for (const auto& c : all) {

@@ -18,28 +18,28 @@ constexpr double kPerHostPairBytes = 8;
 
 }  // namespace
 
-SimulationSize estimate_simulation(const SimPlan& plan, bool writes_trace, bool reduced) {
+SimulationSize estimate_simulation(const StepCosts& costs, bool writes_trace, bool reduced) {
   SimulationSize s;
-  const core::Schedule& sched = plan.schedule;
-  s.ranks = static_cast<long>(sched.pp) * plan.tp * plan.dp;
+  const core::Schedule& sched = costs.schedule;
+  s.ranks = static_cast<long>(sched.pp) * costs.tp * costs.dp;
   double per_replica_member = 0;  // events of one (tp, dp) member summed over the pipeline ranks
   for (int r = 0; r < sched.pp; ++r) {
     const auto& actions = sched.ranks[static_cast<size_t>(r)];
     double events = 0;
     for (const core::Action& a : actions) {
-      if (a.kind == core::ActionKind::GradSync && plan.dp <= 1) continue;  // nothing to sync: not recorded
-      events += 1 + (plan.tp > 1 && core::is_compute(a.kind) ? 1 : 0) +
-                (plan.pp_scatter_gather && plan.tp > 1 && core::is_recv(a.kind) ? 1 : 0);  // its all-gather
+      if (a.kind == core::ActionKind::GradSync && costs.dp <= 1) continue;  // nothing to sync: not recorded
+      events += 1 + (costs.tp > 1 && core::is_compute(a.kind) ? 1 : 0) +
+                (costs.pp_scatter_gather && costs.tp > 1 && core::is_recv(a.kind) ? 1 : 0);  // its all-gather
     }
     // The DP buckets of each chunk, as sim/rank_actor.cpp cuts them.
     const double chunks = sched.chunks;
-    if (plan.dp > 1 && r < static_cast<int>(plan.dp_grad_bytes.size()))
-      events += chunks * std::max(1.0, std::ceil(plan.dp_grad_bytes[static_cast<size_t>(r)] / chunks / plan.bucket_bytes));
+    if (costs.dp > 1 && r < static_cast<int>(costs.dp_grad_bytes.size()))
+      events += chunks * std::max(1.0, std::ceil(costs.dp_grad_bytes[static_cast<size_t>(r)] / chunks / costs.bucket_bytes));
     per_replica_member += events;
   }
-  const int replicas = reduced ? plan.dp : 1;
+  const int replicas = reduced ? costs.dp : 1;
   s.ranks /= replicas;
-  s.events = per_replica_member * plan.tp * plan.dp / replicas;
+  s.events = per_replica_member * costs.tp * costs.dp / replicas;
   const double hosts = static_cast<double>(s.ranks) * (reduced ? 2 : 1);  // a reduced rank has its ring peer host
   s.bytes = kProcessBytes + static_cast<double>(s.ranks) * kPerRankBytes + hosts * hosts * kPerHostPairBytes +
             s.events * (kPerEventBytes + (writes_trace ? kPerTracedEventBytes : 0));
@@ -65,8 +65,8 @@ double available_memory_bytes() {
   return 1e300;  // not Linux: no check
 }
 
-void check_simulation_fits(const SimPlan& plan, bool writes_trace, bool reduced) {
-  const SimulationSize s = estimate_simulation(plan, writes_trace, reduced);
+void check_simulation_fits(const StepCosts& costs, bool writes_trace, bool reduced) {
+  const SimulationSize s = estimate_simulation(costs, writes_trace, reduced);
   const double available = available_memory_bytes();
   if (s.bytes <= available) return;
   char text[400];

@@ -11,7 +11,7 @@
 // all-reduce record per compute op when tp > 1, and the rank's DP buckets.
 #include <string>
 
-#include "sim/sim_plan.h"
+#include "sim/step_costs.h"
 
 namespace quintnet::sim {
 
@@ -22,7 +22,7 @@ struct SimulationSize {
 };
 
 // `reduced`: one dp replica simulated (sim/simulation.h) — ranks and ops divided by dp.
-SimulationSize estimate_simulation(const SimPlan& plan, bool writes_trace, bool reduced = false);
+SimulationSize estimate_simulation(const StepCosts& costs, bool writes_trace, bool reduced = false);
 
 // Memory this process can still take: $QN_SIM_MEMORY_BYTES when set (tests, or a
 // cap you choose), else MemAvailable from /proc/meminfo.
@@ -30,6 +30,6 @@ double available_memory_bytes();
 
 // Throws core::UserError ("the simulation needs about 31.2 GiB (131,072 ranks, 17.0
 // million ops) and this machine has 22.8 GiB available; ...") when it would not fit.
-void check_simulation_fits(const SimPlan& plan, bool writes_trace, bool reduced = false);
+void check_simulation_fits(const StepCosts& costs, bool writes_trace, bool reduced = false);
 
 }  // namespace quintnet::sim

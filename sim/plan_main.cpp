@@ -64,7 +64,7 @@ int plan_command(int argc, char** argv) {
               platform.name.c_str(), q.global_batch, q.seq, all.size(), feasible);
   for (int i = 0; i < std::min(to_simulate, feasible); ++i) {
     std::fprintf(stderr, "simulating %d/%d: %s ...\n", i + 1, std::min(to_simulate, feasible), all[i].layout().c_str());
-    all[i].simulated_step_s = sim::simulate_in_child(sim::candidate_sim_plan(q, all[i], platform), platform);
+    all[i].simulated_step_s = sim::simulate_in_child(sim::candidate_step_costs(q, all[i], platform), platform);
   }
   std::printf("\n| # | layout | memory/GPU | step (analytic) | step (SimGrid) | tokens/s | MFU |\n"
               "|---|---|---|---|---|---|---|\n");

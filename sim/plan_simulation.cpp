@@ -16,29 +16,29 @@ std::string gib_text(double bytes) {
   return s;
 }
 
-SimPlan checked_sim_plan(const core::RunLayout& layout, Platform& platform, const Calibration* calibration) {
+StepCosts checked_step_costs(const core::RunLayout& layout, Platform& platform, const Calibration* calibration) {
   if (calibration) platform = calibrated_platform(*calibration, layout.world_size());
-  SimPlan sim_plan = make_sim_plan(layout, platform, calibration);
-  for (size_t r = 0; r < sim_plan.memory_bytes.size(); ++r)
-    if (platform.memory_bytes > 0 && sim_plan.memory_bytes[r] > platform.memory_bytes)
+  StepCosts costs = make_step_costs(layout, platform, calibration);
+  for (size_t r = 0; r < costs.memory_bytes.size(); ++r)
+    if (platform.memory_bytes > 0 && costs.memory_bytes[r] > platform.memory_bytes)
       throw core::UserError("the plan does not fit: pipeline rank " + std::to_string(r) + " needs " +
-                            gib_text(sim_plan.memory_bytes[r]) + " per GPU (weights, gradients, optimizer state and " +
+                            gib_text(costs.memory_bytes[r]) + " per GPU (weights, gradients, optimizer state and " +
                             "activations), the platform's GPUs have " + gib_text(platform.memory_bytes) +
                             "; use more tp/pp, fewer microbatches in flight or a smaller micro-batch");
-  return sim_plan;
+  return costs;
 }
 
-PlanSimulation simulate_plan(const SimPlan& plan, Platform& platform, const SimulateRequest& request) {
+PlanSimulation simulate_plan(const StepCosts& costs, Platform& platform, const SimulateRequest& request) {
   const auto wall0 = std::chrono::steady_clock::now();
-  if (request.what_ifs) request.what_ifs(platform, plan.schedule.pp * plan.tp * plan.dp);
+  if (request.what_ifs) request.what_ifs(platform, costs.schedule.pp * costs.tp * costs.dp);
   if (!request.trace_path.empty())
-    check_simulation_fits(plan, true, !request.exact && why_not_reducible(plan, platform).empty());
+    check_simulation_fits(costs, true, !request.exact && why_not_reducible(costs, platform).empty());
   PlanSimulation out;
-  out.result = simulate_step(plan, platform, request.exact);
+  out.result = simulate_step(costs, platform, request.exact);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (!request.trace_path.empty())
     core::write_trace(simulated_trace(out.result, platform, request.plan_json), request.trace_path);
-  out.summary = simulation_summary(plan, platform, out.result, out.wall_s, request.measured_s);
+  out.summary = simulation_summary(costs, platform, out.result, out.wall_s, request.measured_s);
   return out;
 }
 
@@ -57,26 +57,26 @@ core::Trace simulated_trace(const SimResult& r, const Platform& platform, nlohma
   return t;
 }
 
-nlohmann::ordered_json simulation_summary(const SimPlan& plan, const Platform& platform, const SimResult& r,
+nlohmann::ordered_json simulation_summary(const StepCosts& costs, const Platform& platform, const SimResult& r,
                                           double wall_s, double measured_s) {
   const int world = static_cast<int>(r.busy_s.size());
   double busy = 0, comm = 0, peak_memory = 0;
   for (int i = 0; i < world; ++i) busy += r.busy_s[i], comm += r.exposed_comm_s[i];
-  for (double m : plan.memory_bytes) peak_memory = std::max(peak_memory, m);
+  for (double m : costs.memory_bytes) peak_memory = std::max(peak_memory, m);
   const double step = r.step_time_s;
-  const double samples_s = step > 0 ? plan.samples_per_step / step : 0;
+  const double samples_s = step > 0 ? costs.samples_per_step / step : 0;
   nlohmann::ordered_json j;
   if (measured_s > 0) j["measured_step_time_s"] = measured_s;
   j["step_time_s"] = step;
   j["bubble_fraction"] = r.bubble_fraction;
   j["samples_per_s"] = samples_s;
-  j["tokens_per_s"] = samples_s * plan.tokens_per_sample;
-  j["mfu"] = step > 0 && plan.flops_per_step > 0 ? plan.flops_per_step / (world * platform.peak_flops * step) : 0.0;
+  j["tokens_per_s"] = samples_s * costs.tokens_per_sample;
+  j["mfu"] = step > 0 && costs.flops_per_step > 0 ? costs.flops_per_step / (world * platform.peak_flops * step) : 0.0;
   j["peak_memory_bytes"] = peak_memory;
   // The fullest pipeline rank's memory by what holds it (core::rank_memory).
-  if (!plan.memory.empty()) {
-    const auto fullest = std::max_element(plan.memory_bytes.begin(), plan.memory_bytes.end()) - plan.memory_bytes.begin();
-    const core::MemorySplit& m = plan.memory[static_cast<size_t>(fullest)];
+  if (!costs.memory.empty()) {
+    const auto fullest = std::max_element(costs.memory_bytes.begin(), costs.memory_bytes.end()) - costs.memory_bytes.begin();
+    const core::MemorySplit& m = costs.memory[static_cast<size_t>(fullest)];
     j["peak_memory_split"] = {{"pipeline_rank", fullest}, {"weights", m.weights}, {"gradients", m.gradients},
                               {"optimizer", m.optimizer}, {"activations", m.activations}};
   }
@@ -84,9 +84,9 @@ nlohmann::ordered_json simulation_summary(const SimPlan& plan, const Platform& p
   j["exposed_comm_fraction"] = world > 0 && step > 0 ? comm / (world * step) : 0.0;
   j["ranks"] = world;
   j["events"] = static_cast<long long>(r.trace.events.size()) * r.replicas;  // of the whole step
-  j["estimated_events"] = estimate_simulation(plan, false).events;
+  j["estimated_events"] = estimate_simulation(costs, false).events;
   j["replicas_simulated_once"] = r.replicas;  // 1: every rank simulated (sim/simulation.h)
-  j["estimated_memory_bytes"] = estimate_simulation(plan, false, r.replicas > 1).bytes;  // what the check assumed
+  j["estimated_memory_bytes"] = estimate_simulation(costs, false, r.replicas > 1).bytes;  // what the check assumed
   j["wall_s"] = wall_s;
   return j;
 }

@@ -9,19 +9,19 @@
 #include "core/trace.h"
 #include "sim/calibration.h"
 #include "sim/platform.h"
-#include "sim/sim_plan.h"
+#include "sim/step_costs.h"
 #include "sim/simulation.h"
 
 namespace quintnet::sim {
 
-// The SimPlan of `plan` on `platform` (a calibration replaces the platform's machine);
+// The StepCosts of `plan` on `platform` (a calibration replaces the platform's machine);
 // throws core::UserError when a pipeline rank needs more memory than the platform's GPUs
 // have, naming the rank, both sizes and the fixes.
-SimPlan checked_sim_plan(const core::RunLayout& layout, Platform& platform, const Calibration* calibration = nullptr);
+StepCosts checked_step_costs(const core::RunLayout& layout, Platform& platform, const Calibration* calibration = nullptr);
 
 // What `quintnet simulate --json` prints: step time, bubble, throughput, MFU, peak
 // memory, time shares, ranks, events; measured_step_time_s first when measured_s > 0.
-nlohmann::ordered_json simulation_summary(const SimPlan& plan, const Platform& platform, const SimResult& result,
+nlohmann::ordered_json simulation_summary(const StepCosts& costs, const Platform& platform, const SimResult& result,
                                           double wall_s, double measured_s = 0);
 
 // The simulated step as the trace `--trace` writes: the result's events with the
@@ -50,7 +50,7 @@ struct PlanSimulation {
 // The simulate use case, shared by the CLI (sim/simulate_main.cpp) and Python
 // (python/bind_simulate.cpp): the what-ifs applied, the step simulated (refused up front
 // when it would not fit in memory), its trace written, its summary made.
-PlanSimulation simulate_plan(const SimPlan& plan, Platform& platform, const SimulateRequest& request);
+PlanSimulation simulate_plan(const StepCosts& costs, Platform& platform, const SimulateRequest& request);
 
 // "ring" or "hierarchical": the collective algorithm of the data-parallel all-reduces
 // (--collective, Python's collective=); throws core::UserError naming the two.

@@ -38,7 +38,7 @@ std::string gib(double bytes) {
 // Analytic step: the slowest stage's op times plus its TP all-reduces, in core's
 // schedule simulation; then the exposed DP gradient all-reduce (with ZeRO-1 its
 // reduce-scatter and the parameters' all-gather: the same ring steps).
-double analytic_step(const SimPlan& s, const Candidate& c, const Platform& platform) {
+double analytic_step(const StepCosts& s, const Candidate& c, const Platform& platform) {
   const bool tp_in_node = c.tp <= platform.gpus_per_node;
   const double hop_a = tp_in_node ? platform.intra_latency : platform.intra_latency + platform.inter_latency;
   const double tp_ring = ring_time(s.tp_allreduce_bytes, c.tp, hop_a, platform.intra_link_bandwidth());
@@ -74,14 +74,14 @@ Candidate best_memory_options(const PlanQuery& q, const Candidate& base, const P
         if ((sp && base.tp < 2) || (zero > 0 && base.dp < 2)) continue;
         Candidate c = base;
         c.recompute = recompute, c.sequence_parallel = sp, c.zero_stage = zero;
-        const SimPlan s = candidate_sim_plan(q, c, platform);
+        const StepCosts s = candidate_step_costs(q, c, platform);
         c.memory_bytes = *std::max_element(s.memory_bytes.begin(), s.memory_bytes.end());
         if (c.memory_bytes < smallest.memory_bytes) smallest = c;
         const bool fits = platform.memory_bytes <= 0 || c.memory_bytes <= platform.memory_bytes;
         if (fits && (!found || c.memory_bytes < best.memory_bytes)) best = c, found = true;
       }
     if (found) {
-      best.analytic_step_s = analytic_step(candidate_sim_plan(q, best, platform), best, platform);
+      best.analytic_step_s = analytic_step(candidate_step_costs(q, best, platform), best, platform);
       return best;
     }
   }
@@ -104,8 +104,8 @@ std::string Candidate::layout() const {
   return out;
 }
 
-SimPlan candidate_sim_plan(const PlanQuery& q, const Candidate& c, const Platform& platform) {
-  return make_sim_plan(simulated_layout(plan_of(q, c), q.model, q.seq), platform);
+StepCosts candidate_step_costs(const PlanQuery& q, const Candidate& c, const Platform& platform) {
+  return make_step_costs(simulated_layout(plan_of(q, c), q.model, q.seq), platform);
 }
 
 std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& platform) {
@@ -155,11 +155,11 @@ Platform planner_platform(const std::string& name, int nodes, int gpus) {
   return platform;
 }
 
-double simulate_in_child(const SimPlan& plan, const Platform& platform) {
+double simulate_in_child(const StepCosts& costs, const Platform& platform) {
   try {
     return std::stod(run_in_child("the simulation", [&] {
       char text[64];
-      std::snprintf(text, sizeof text, "%.17g", simulate_step(plan, platform).step_time_s);
+      std::snprintf(text, sizeof text, "%.17g", simulate_step(costs, platform).step_time_s);
       return std::string(text);
     }));
   } catch (const core::UserError&) {

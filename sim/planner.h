@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "sim/platform.h"
-#include "sim/sim_plan.h"
+#include "sim/step_costs.h"
 
 namespace quintnet::sim {
 
@@ -43,14 +43,14 @@ struct Candidate {
 // Every candidate, feasible ones first in order of analytic step time.
 std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& platform);
 
-// The SimPlan of a candidate (for simulating it).
-SimPlan candidate_sim_plan(const PlanQuery& q, const Candidate& c, const Platform& platform);
+// The StepCosts of a candidate (for simulating it).
+StepCosts candidate_step_costs(const PlanQuery& q, const Candidate& c, const Platform& platform);
 
 // The platform `name` with enough nodes for `gpus` (`nodes` > 0: exactly that many).
 Platform planner_platform(const std::string& name, int nodes, int gpus);
 
 // SimGrid's step time of `plan`, simulated in a child process (one engine per process,
 // so a planner or a Python session can simulate many); -1 when the simulation fails.
-double simulate_in_child(const SimPlan& plan, const Platform& platform);
+double simulate_in_child(const StepCosts& plan, const Platform& platform);
 
 }  // namespace quintnet::sim

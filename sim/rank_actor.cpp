@@ -58,10 +58,10 @@ void dp_stream(SimStep& w, int r) {
     if (*bytes < 0) break;  // the step is over
     const double t0 = sg4::Engine::get_clock();
     // ZeRO-1: the bucket is reduce-scattered (each member keeps the sum of its 1/dp).
-    const bool scatter = w.plan.zero_stage >= 1;
-    const int steps = (scatter ? 1 : 2) * (w.plan.dp - 1);
+    const bool scatter = w.costs.zero_stage >= 1;
+    const int steps = (scatter ? 1 : 2) * (w.costs.dp - 1);
     if (w.reduced)
-      mirrored_ring(*bytes, w.plan.dp, steps, w.hosts.ranks[r], w.hosts.ring_peers[r], w.dp_ring_latency);
+      mirrored_ring(*bytes, w.costs.dp, steps, w.hosts.ranks[r], w.hosts.ring_peers[r], w.dp_ring_latency);
     else if (scatter)
       ring_reduce_scatter(group, *bytes, w.streams, hop_latency(group, w.platform));
     else
@@ -85,28 +85,28 @@ std::string message_box(const core::Message& m, int to_rank) {
 class RankActor : public core::ScheduleHandler {
  public:
   RankActor(SimStep& w, int r)
-      : w_(w), plan_(w.plan), r_(r), pp_(w.mesh.coord(r, core::Axis::Pp)), tp_(w.mesh.coord(r, core::Axis::Tp)),
-        dp_(w.mesh.coord(r, core::Axis::Dp)), v_(plan_.schedule.chunks),
+      : w_(w), costs_(w.costs), r_(r), pp_(w.mesh.coord(r, core::Axis::Pp)), tp_(w.mesh.coord(r, core::Axis::Tp)),
+        dp_(w.mesh.coord(r, core::Axis::Dp)), v_(costs_.schedule.chunks),
         // A straggler's host runs at full speed and its ops count 1/factor as many flops:
         // each takes 1/factor as long, whatever the host model (shared cores included).
         speed_(w.platform.gpu_flops() / w.platform.speed_factor(r)), jitter_(w.platform.jitter, r) {
     tp_group_ = mesh_group(w, r, core::Axis::Tp, group_name("tp", pp_, dp_));
     pp_group_ = mesh_group(w, r, core::Axis::Pp, group_name("pp", dp_, tp_));
     dp_group_ = mesh_group(w, r, core::Axis::Dp, group_name("dpag", pp_, tp_));
-    buckets_ = plan_.dp > 1 ? std::max(1, static_cast<int>(std::ceil(plan_.dp_grad_bytes[pp_] / v_ / plan_.bucket_bytes)))
+    buckets_ = costs_.dp > 1 ? std::max(1, static_cast<int>(std::ceil(costs_.dp_grad_bytes[pp_] / v_ / costs_.bucket_bytes)))
                             : 0;
-    to_stream_ = plan_.dp > 1 ? sg4::Mailbox::by_name("dpq:" + std::to_string(r)) : nullptr;
+    to_stream_ = costs_.dp > 1 ? sg4::Mailbox::by_name("dpq:" + std::to_string(r)) : nullptr;
     // On a shared CPU an op's tensor-parallel all-reduces sit between its pieces (after
     // each attention and MLP block), as in the executor: while a rank waits for one,
     // the other ranks' ops get its core.  On GPUs the op computes, then all-reduces
     // (the same time for the rank, far fewer simulated messages).
-    interleave_tp_ = w.platform.cores_per_node > 0 && plan_.tp > 1 && plan_.tp_allreduces_per_op > 0;
-    overlap_tp_ = plan_.tp_overlap && plan_.tp > 1 && plan_.tp_allreduces_per_op > 0 && !interleave_tp_;
+    interleave_tp_ = w.platform.cores_per_node > 0 && costs_.tp > 1 && costs_.tp_allreduces_per_op > 0;
+    overlap_tp_ = costs_.tp_overlap && costs_.tp > 1 && costs_.tp_allreduces_per_op > 0 && !interleave_tp_;
   }
 
   // The rank's schedule, then the end of its DP stream.
   void run() {
-    core::run_schedule(core::interpret(plan_.schedule, pp_), *this);
+    core::run_schedule(core::interpret(costs_.schedule, pp_), *this);
     if (to_stream_) {
       requests_.push_back(std::make_unique<double>(-1.0));
       to_stream_->put(requests_.back().get(), 0);
@@ -114,20 +114,20 @@ class RankActor : public core::ScheduleHandler {
   }
 
  private:
-  void forward(const core::Step& st) override { compute(plan_.forward_s[pp_] / v_, st); }
+  void forward(const core::Step& st) override { compute(costs_.forward_s[pp_] / v_, st); }
 
   void backward(const core::Step& st) override {
     // Without dp_overlap the buckets wait for GRAD_SYNC.
-    const bool releases = plan_.dp > 1 && st.completes_gradients && plan_.dp_overlap;
+    const bool releases = costs_.dp > 1 && st.completes_gradients && costs_.dp_overlap;
     switch (st.action.kind) {
       case core::ActionKind::Backward:
-        compute((plan_.backward_input_s[pp_] + plan_.backward_weight_s[pp_]) / v_, st, releases,
-                plan_.tp_allreduces_recompute);
+        compute((costs_.backward_input_s[pp_] + costs_.backward_weight_s[pp_]) / v_, st, releases,
+                costs_.tp_allreduces_recompute);
         break;
       case core::ActionKind::BackwardInput:
-        compute(plan_.backward_input_s[pp_] / v_, st, false, plan_.tp_allreduces_recompute);
+        compute(costs_.backward_input_s[pp_] / v_, st, false, costs_.tp_allreduces_recompute);
         break;
-      default: compute(plan_.backward_weight_s[pp_] / v_, st, releases); break;
+      default: compute(costs_.backward_weight_s[pp_] / v_, st, releases); break;
     }
   }
 
@@ -145,8 +145,8 @@ class RankActor : public core::ScheduleHandler {
 
   // Scatter/gather (Narayanan et al. §4.1): each tp rank sends its 1/tp of the stage's
   // output (identical on every tp rank), the receiving stage all-gathers it over tp.
-  bool scatter_gather() const { return plan_.pp_scatter_gather && plan_.tp > 1; }
-  double message_bytes() const { return scatter_gather() ? plan_.p2p_bytes / plan_.tp : plan_.p2p_bytes; }
+  bool scatter_gather() const { return costs_.pp_scatter_gather && costs_.tp > 1; }
+  double message_bytes() const { return scatter_gather() ? costs_.p2p_bytes / costs_.tp : costs_.p2p_bytes; }
 
   void recv(const core::Step& st) override {
     const int from = rank_of_stage(st.message->from_stage);
@@ -160,18 +160,18 @@ class RankActor : public core::ScheduleHandler {
     w_.recorder.flow(from, w_.posted[box], r_, t1);
     w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, st.action.mb, st.action.chunk, message_bytes(), from);
     if (scatter_gather()) {  // the whole tensor back on every tp rank, over NVLink
-      ring_all_gather(tp_group_, plan_.p2p_bytes, w_.ranks, hop_latency(tp_group_, w_.platform));
+      ring_all_gather(tp_group_, costs_.p2p_bytes, w_.ranks, hop_latency(tp_group_, w_.platform));
       const double t2 = sg4::Engine::get_clock();
       w_.result.exposed_comm_s[r_] += t2 - t1;
       w_.recorder.add(r_, core::Lane::TpCollective, "allgather", "pipeline message all-gather", t1, t2, st.action.mb,
-                      st.action.chunk, plan_.p2p_bytes);
+                      st.action.chunk, costs_.p2p_bytes);
     }
   }
 
   void grad_sync(const core::Step& st) override {
-    if (plan_.dp <= 1) return;
+    if (costs_.dp <= 1) return;
     const double t0 = sg4::Engine::get_clock();
-    if (!plan_.dp_overlap)  // the chunk's buckets, all at once now that its backward is done
+    if (!costs_.dp_overlap)  // the chunk's buckets, all at once now that its backward is done
       for (int k = 0; k < buckets_; ++k) release_bucket();
     sg4::Mailbox* done = eager_mailbox("dpdone:" + std::to_string(r_), r_, w_.ranks);
     for (int k = 0; k < buckets_; ++k) done->get<char>();
@@ -186,23 +186,23 @@ class RankActor : public core::ScheduleHandler {
     // pp before the optimizer may clip; each waits for the group's slowest member.
     // Modelled as ring all-reduces of one number.
     const Platform& p = w_.platform;
-    if (plan_.step_end_collectives) ring_allreduce(pp_group_, 8, w_.ranks, hop_latency(pp_group_, p), 1, w_.draws);
+    if (costs_.step_end_collectives) ring_allreduce(pp_group_, 8, w_.ranks, hop_latency(pp_group_, p), 1, w_.draws);
     const double t0 = sg4::Engine::get_clock();
-    if (plan_.step_end_collectives) {
+    if (costs_.step_end_collectives) {
       ring_allreduce(tp_group_, 8, w_.ranks, hop_latency(tp_group_, p), 1, w_.draws);
       ring_allreduce(pp_group_, 8, w_.ranks, hop_latency(pp_group_, p), 1, w_.draws);
     }
-    if (plan_.optimizer_s > 0) execute_on(w_.hosts.compute[r_], plan_.optimizer_s * jitter_.factor() * speed_);
+    if (costs_.optimizer_s > 0) execute_on(w_.hosts.compute[r_], costs_.optimizer_s * jitter_.factor() * speed_);
     w_.recorder.add(r_, st.lane, st.kind, st.name, t0, sg4::Engine::get_clock());
-    if (plan_.zero_stage >= 1 && plan_.dp > 1) gather_parameters();
+    if (costs_.zero_stage >= 1 && costs_.dp > 1) gather_parameters();
   }
 
   // ZeRO-1: each member updated 1/dp of the stage's parameters; all of them go to every
   // member before the next forward.
   void gather_parameters() {
-    const double t0 = sg4::Engine::get_clock(), bytes = plan_.dp_grad_bytes[pp_];
+    const double t0 = sg4::Engine::get_clock(), bytes = costs_.dp_grad_bytes[pp_];
     if (w_.reduced)
-      mirrored_ring(bytes, plan_.dp, plan_.dp - 1, w_.hosts.ranks[r_], w_.hosts.ring_peers[r_], w_.dp_ring_latency);
+      mirrored_ring(bytes, costs_.dp, costs_.dp - 1, w_.hosts.ranks[r_], w_.hosts.ring_peers[r_], w_.dp_ring_latency);
     else
       ring_all_gather(dp_group_, bytes, w_.ranks, hop_latency(dp_group_, w_.platform));
     const double t1 = sg4::Engine::get_clock();
@@ -219,7 +219,7 @@ class RankActor : public core::ScheduleHandler {
     if (overlap_tp_) return compute_overlapping_tp(seconds, st, releases_gradients, recompute_tp);
     seconds *= jitter_.factor();
     const double t0 = sg4::Engine::get_clock();
-    const int pieces = interleave_tp_ ? plan_.tp_allreduces_per_op : 1;
+    const int pieces = interleave_tp_ ? costs_.tp_allreduces_per_op : 1;
     const int parts = releases_gradients ? buckets_ : 1;
     double communicating = 0;
     for (int k = 0; k < pieces; ++k) {
@@ -233,8 +233,8 @@ class RankActor : public core::ScheduleHandler {
     const double t1 = sg4::Engine::get_clock();
     w_.result.busy_s[r_] += t1 - t0 - communicating;
     w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, st.action.mb, st.action.chunk);
-    const int after = (interleave_tp_ ? 0 : plan_.tp_allreduces_per_op) + recompute_tp;
-    if (plan_.tp > 1 && after > 0) tp_allreduces(st, after);
+    const int after = (interleave_tp_ ? 0 : costs_.tp_allreduces_per_op) + recompute_tp;
+    if (costs_.tp > 1 && after > 0) tp_allreduces(st, after);
   }
 
   // tp_overlap: the op's TP all-reduces run beside its computation, so only what they
@@ -243,7 +243,7 @@ class RankActor : public core::ScheduleHandler {
     seconds *= jitter_.factor();
     const double t0 = sg4::Engine::get_clock();
     sg4::ExecPtr exec = sg4::this_actor::exec_init(seconds * speed_)->set_host(w_.hosts.compute[r_])->start();
-    tp_allreduces(st, plan_.tp_allreduces_per_op + recompute_tp);
+    tp_allreduces(st, costs_.tp_allreduces_per_op + recompute_tp);
     exec->wait();
     const double t1 = sg4::Engine::get_clock();
     w_.result.busy_s[r_] += seconds;
@@ -253,18 +253,18 @@ class RankActor : public core::ScheduleHandler {
 
   // One of the chunk's DP gradient buckets to the rank's DP stream.
   void release_bucket() {
-    requests_.push_back(std::make_unique<double>(plan_.dp_grad_bytes[pp_] / v_ / buckets_));
+    requests_.push_back(std::make_unique<double>(costs_.dp_grad_bytes[pp_] / v_ / buckets_));
     to_stream_->put_init(requests_.back().get(), 0)->detach();
   }
 
   double tp_allreduces(const core::Step& st, int count) {
     const double c0 = sg4::Engine::get_clock();
-    ring_allreduce(tp_group_, plan_.tp_allreduce_bytes, w_.ranks, hop_latency(tp_group_, w_.platform), count,
+    ring_allreduce(tp_group_, costs_.tp_allreduce_bytes, w_.ranks, hop_latency(tp_group_, w_.platform), count,
                    w_.draws);
     const double c1 = sg4::Engine::get_clock();
     w_.result.exposed_comm_s[r_] += c1 - c0;
     w_.recorder.add(r_, core::Lane::TpCollective, "allreduce", "tp allreduce", c0, c1, st.action.mb, st.action.chunk,
-                    plan_.tp_allreduce_bytes);
+                    costs_.tp_allreduce_bytes);
     return c1 - c0;
   }
 
@@ -274,10 +274,10 @@ class RankActor : public core::ScheduleHandler {
     return w_.platform.p2p_rendezvous ? sg4::Mailbox::by_name(box) : eager_mailbox(box, receiver, w_.ranks);
   }
 
-  int rank_of_stage(int stage) const { return pp_group_.ranks[plan_.schedule.rank_of_stage(stage)]; }
+  int rank_of_stage(int stage) const { return pp_group_.ranks[costs_.schedule.rank_of_stage(stage)]; }
 
   SimStep& w_;
-  const SimPlan& plan_;
+  const StepCosts& costs_;
   const int r_, pp_, tp_, dp_;
   const double v_;      // chunks per rank: an op of a chunk is 1/v of the rank's share
   const double speed_;  // flop/s of a full GPU or core

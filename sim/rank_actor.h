@@ -15,7 +15,7 @@
 #include "core/trace.h"
 #include "sim/collectives.h"
 #include "sim/platform.h"
-#include "sim/sim_plan.h"
+#include "sim/step_costs.h"
 #include "sim/simgrid_compat.h"
 #include "sim/simulation.h"
 
@@ -32,7 +32,7 @@ struct Recorder {
 
 // What the actors of one step share.
 struct SimStep {
-  const SimPlan& plan;
+  const StepCosts& costs;
   const Platform& platform;
   const core::Mesh& mesh;
   const PlatformHosts& hosts;

@@ -63,20 +63,20 @@ double number(const Args& args, const std::string& name, double fallback) {
 
 // --kernels: the kernels of the pipeline rank whose microbatch takes longest (it sets the
 // pipeline's pace).
-int print_kernels(const sim::SimPlan& plan, const sim::Platform& platform, const std::string& what) {
-  if (plan.kernels.empty()) throw UsageError("--kernels: a calibrated machine's ops are timed as measured, not by kernels");
-  auto microbatch = [&](size_t r) { return plan.forward_s[r] + plan.backward_input_s[r] + plan.backward_weight_s[r]; };
+int print_kernels(const sim::StepCosts& costs, const sim::Platform& platform, const std::string& what) {
+  if (costs.kernels.empty()) throw UsageError("--kernels: a calibrated machine's ops are timed as measured, not by kernels");
+  auto microbatch = [&](size_t r) { return costs.forward_s[r] + costs.backward_input_s[r] + costs.backward_weight_s[r]; };
   size_t slowest = 0;
-  for (size_t r = 1; r < plan.kernels.size(); ++r)
+  for (size_t r = 1; r < costs.kernels.size(); ++r)
     if (microbatch(r) > microbatch(slowest)) slowest = r;
   std::printf("%s on %s: pipeline rank %zu (of %zu), one microbatch, one tensor-parallel rank\n", what.c_str(),
-              platform.name.c_str(), slowest, plan.kernels.size());
-  std::cout << sim::kernel_report(plan.kernels[slowest], platform);
+              platform.name.c_str(), slowest, costs.kernels.size());
+  std::cout << sim::kernel_report(costs.kernels[slowest], platform);
   return 0;
 }
 
 // The human-readable summary (what --json prints, in words).
-void print_summary(const std::string& what, const sim::SimPlan& plan, const sim::Platform& platform,
+void print_summary(const std::string& what, const sim::StepCosts& costs, const sim::Platform& platform,
                    const sim::SimResult& r, const nlohmann::ordered_json& summary, double measured, double wall,
                    bool exact) {
   const double step = r.step_time_s, samples_s = summary["samples_per_s"], mfu = summary["mfu"];
@@ -88,7 +88,7 @@ void print_summary(const std::string& what, const sim::SimPlan& plan, const sim:
   std::printf("\n");
   std::printf("  bubble fraction  %.4f\n", r.bubble_fraction);
   std::printf("  throughput       %.4g samples/s", samples_s);
-  if (plan.tokens_per_sample > 0) std::printf(", %.4g tokens/s", samples_s * plan.tokens_per_sample);
+  if (costs.tokens_per_sample > 0) std::printf(", %.4g tokens/s", samples_s * costs.tokens_per_sample);
   std::printf("\n");
   if (mfu > 0) std::printf("  MFU              %.1f%%\n", 100 * mfu);
   if (peak_memory > 0 && platform.memory_bytes > 0)
@@ -108,8 +108,8 @@ void print_summary(const std::string& what, const sim::SimPlan& plan, const sim:
   std::printf("  (%zu events simulated in %.2f s wall", r.trace.events.size(), wall);
   if (r.replicas > 1)
     std::printf("; one of %d identical data-parallel replicas simulated, --exact simulates all", r.replicas);
-  else if (plan.dp > 1 && !exact)
-    std::printf("; all %d data-parallel replicas simulated: %s", plan.dp, sim::why_not_reducible(plan, platform).c_str());
+  else if (costs.dp > 1 && !exact)
+    std::printf("; all %d data-parallel replicas simulated: %s", costs.dp, sim::why_not_reducible(costs, platform).c_str());
   std::printf(")\n");
 }
 
@@ -144,7 +144,7 @@ int simulate(int argc, char** argv) {
     return 0;
   }
 
-  sim::SimPlan plan;
+  sim::StepCosts costs;
   std::string what;
   nlohmann::json plan_json;  // into the trace, so `quintnet bubble` can read its schedule
   if (args.value("uniform")) {
@@ -154,7 +154,7 @@ int simulate(int argc, char** argv) {
     const int pp = args.get_int("pp", 4, 1, 4096), m = args.get_int("microbatches", 8, 1, 1 << 20);
     const int v = args.get_int("chunks", kind == core::ScheduleKind::Interleaved ? 2 : 1, 1, 64);
     if (pp > platform.gpus()) throw core::UserError("--pp " + std::to_string(pp) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
-    plan = sim::uniform_sim_plan(kind, pp, m, v, c[0], c[1], c.size() > 2 ? c[2] : 0.0, number(args, "p2p-bytes", 0));
+    costs = sim::uniform_step_costs(kind, pp, m, v, c[0], c[1], c.size() > 2 ? c[2] : 0.0, number(args, "p2p-bytes", 0));
     plan_json = {{"schedule", core::schedule_kind_name(kind)}, {"pp", pp}, {"microbatches", m}, {"chunks", v}};
     what = "uniform ops";
   } else {
@@ -164,9 +164,9 @@ int simulate(int argc, char** argv) {
     plan_json = loaded.plan.to_json();
     const core::RunLayout layout =
         sim::simulated_layout(loaded.plan, args.get("model", ""), args.get_int("seq", 0, 0, 1 << 24));
-    plan = sim::checked_sim_plan(layout, platform, calibration ? &*calibration : nullptr);
-    what = plan.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
-    if (args.flag("kernels")) return print_kernels(plan, platform, what);
+    costs = sim::checked_step_costs(layout, platform, calibration ? &*calibration : nullptr);
+    what = costs.model + " on " + loaded.plan.mesh().shape_string() + ", " + loaded.plan.schedule;
+    if (args.flag("kernels")) return print_kernels(costs, platform, what);
   }
 
   sim::SimulateRequest request;
@@ -179,12 +179,12 @@ int simulate(int argc, char** argv) {
     sim::add_nic_faults(p, args.get("slow-nic", ""), args.get("failed-nic", ""), world);
     p.jitter = sim::parse_jitter(args.get("jitter", ""), static_cast<uint64_t>(args.get_int("seed", 1, 0, 1 << 30)));
   };
-  const sim::PlanSimulation s = sim::simulate_plan(plan, platform, request);
+  const sim::PlanSimulation s = sim::simulate_plan(costs, platform, request);
   if (args.flag("json")) {
     std::cout << s.summary.dump() << std::endl;
     return 0;
   }
-  print_summary(what, plan, platform, s.result, s.summary, request.measured_s, s.wall_s, request.exact);
+  print_summary(what, costs, platform, s.result, s.summary, request.measured_s, s.wall_s, request.exact);
   return 0;
 }
 

@@ -41,19 +41,19 @@ namespace {
 // stage's block whole nodes), so every other hop crosses to the next node and each
 // member has one hop inside and one across; Mixed: other.
 enum class RingHops { Inside, Across, Paired, Mixed };
-RingHops ring_hops(const SimPlan& plan, const Platform& p) {
-  const int gpn = p.gpus_per_node, block = plan.tp * plan.dp;
-  if (plan.tp * plan.dp * plan.schedule.pp <= gpn || gpn % block == 0) return RingHops::Inside;
-  if (plan.tp % gpn == 0) return RingHops::Across;
-  if (2 * plan.tp == gpn && block % gpn == 0) return RingHops::Paired;
+RingHops ring_hops(const StepCosts& costs, const Platform& p) {
+  const int gpn = p.gpus_per_node, block = costs.tp * costs.dp;
+  if (costs.tp * costs.dp * costs.schedule.pp <= gpn || gpn % block == 0) return RingHops::Inside;
+  if (costs.tp % gpn == 0) return RingHops::Across;
+  if (2 * costs.tp == gpn && block % gpn == 0) return RingHops::Paired;
   return RingHops::Mixed;
 }
 
 }  // namespace
 
-std::string why_not_reducible(const SimPlan& plan, const Platform& p) {
-  const int world = plan.tp * plan.schedule.pp * plan.dp;
-  if (plan.dp <= 1) return "dp is 1";
+std::string why_not_reducible(const StepCosts& costs, const Platform& p) {
+  const int world = costs.tp * costs.schedule.pp * costs.dp;
+  if (costs.dp <= 1) return "dp is 1";
   if (!p.xml_file.empty()) return "a SimGrid XML platform";
   if (p.cores_per_node > 0) return "ranks share CPU cores";
   if (!p.measured_latencies.empty()) return "message latencies are drawn";
@@ -63,7 +63,7 @@ std::string why_not_reducible(const SimPlan& plan, const Platform& p) {
   if (p.topology != Topology::Switch) return "a " + topology_name(p.topology) + " network (replicas share its uplinks unevenly)";
   if (p.hierarchical_collectives) return "hierarchical all-reduces";
   if (world > p.gpus_per_node && p.nics_per_node < p.gpus_per_node) return "replicas share NICs";
-  const RingHops hops = ring_hops(plan, p);
+  const RingHops hops = ring_hops(costs, p);
   // (With 4 or more members to a node, the members whose both hops stay inside finish
   // their folded ring steps early in the full step: the replicas are not alike.)
   if (hops == RingHops::Mixed) return "DP ring hops of which only some cross nodes, not every other one";
@@ -85,20 +85,20 @@ namespace {
 core::Mesh simulated_mesh(int dp, int tp, int pp) { return core::Mesh::from_axes({dp, tp, pp}, core::all_axes()); }
 
 // Replica 0's ranks where they sit in the full step (the reduced model).
-ReducedLayout reduced_layout(const SimPlan& plan, const Platform& platform, const core::Mesh& mesh, int replicas) {
+ReducedLayout reduced_layout(const StepCosts& costs, const Platform& platform, const core::Mesh& mesh, int replicas) {
   ReducedLayout layout;
-  const core::Mesh full = simulated_mesh(plan.dp, plan.tp, plan.schedule.pp);
+  const core::Mesh full = simulated_mesh(costs.dp, costs.tp, costs.schedule.pp);
   for (int r = 0; r < mesh.world_size(); ++r)
     layout.placement.push_back(full.rank({0, mesh.coord(r, core::Axis::Tp), mesh.coord(r, core::Axis::Pp)}));
   layout.full_ranks = full.world_size();
   layout.replicas = replicas;
-  layout.ring_across_nodes = ring_hops(plan, platform) != RingHops::Inside;
+  layout.ring_across_nodes = ring_hops(costs, platform) != RingHops::Inside;
   return layout;
 }
 
 // The (src, dst) pairs that exchange messages: tp ring neighbours, dp ring neighbours
 // (their routes: sim/collectives.h) and pipeline neighbours both ways.
-std::vector<std::pair<int, int>> message_pairs(const SimPlan& plan, const Platform& platform, const core::Mesh& mesh,
+std::vector<std::pair<int, int>> message_pairs(const StepCosts& costs, const Platform& platform, const core::Mesh& mesh,
                                                bool reduced) {
   using core::Axis;
   std::set<std::pair<int, int>> pairs;
@@ -108,10 +108,10 @@ std::vector<std::pair<int, int>> message_pairs(const SimPlan& plan, const Platfo
     return group[(mesh.coord(r, axis) + step + n) % n];
   };
   for (int r = 0; r < mesh.world_size(); ++r) {
-    if (plan.tp > 1) pairs.insert({r, next(r, Axis::Tp, 1)});
-    if (!reduced && plan.dp > 1) add_dp_routes(RingGroup{"dp", mesh.group(r, Axis::Dp), mesh.coord(r, Axis::Dp), 0},
+    if (costs.tp > 1) pairs.insert({r, next(r, Axis::Tp, 1)});
+    if (!reduced && costs.dp > 1) add_dp_routes(RingGroup{"dp", mesh.group(r, Axis::Dp), mesh.coord(r, Axis::Dp), 0},
                                                platform, pairs);
-    if (plan.schedule.pp > 1) {
+    if (costs.schedule.pp > 1) {
       pairs.insert({r, next(r, Axis::Pp, 1)});
       pairs.insert({r, next(r, Axis::Pp, -1)});
     }
@@ -141,29 +141,29 @@ void collect_result(SimStep& step, const core::Mesh& mesh, int replicas, SimResu
 
 }  // namespace
 
-SimResult simulate_step(const SimPlan& plan, const Platform& platform, bool exact) {
-  const bool reduced = !exact && why_not_reducible(plan, platform).empty();
-  check_simulation_fits(plan, false, reduced);  // refused with a message, never killed silently
-  const int replicas = reduced ? plan.dp : 1;
-  const core::Mesh mesh = simulated_mesh(plan.dp / replicas, plan.tp, plan.schedule.pp);
+SimResult simulate_step(const StepCosts& costs, const Platform& platform, bool exact) {
+  const bool reduced = !exact && why_not_reducible(costs, platform).empty();
+  check_simulation_fits(costs, false, reduced);  // refused with a message, never killed silently
+  const int replicas = reduced ? costs.dp : 1;
+  const core::Mesh mesh = simulated_mesh(costs.dp / replicas, costs.tp, costs.schedule.pp);
   const int world = mesh.world_size();
-  const ReducedLayout layout = reduced ? reduced_layout(plan, platform, mesh, replicas) : ReducedLayout{};
+  const ReducedLayout layout = reduced ? reduced_layout(costs, platform, mesh, replicas) : ReducedLayout{};
 
   sg4::Engine engine = make_engine();
   const PlatformHosts hosts =
-      build_platform(platform, world, message_pairs(plan, platform, mesh, reduced), reduced ? &layout : nullptr);
+      build_platform(platform, world, message_pairs(costs, platform, mesh, reduced), reduced ? &layout : nullptr);
   std::unique_ptr<LatencyDraws> draws;
   if (!platform.measured_latencies.empty()) draws = std::make_unique<LatencyDraws>(platform.measured_latencies);
 
   SimResult result;
   result.busy_s.assign(world, 0);
   result.exposed_comm_s.assign(world, 0);
-  SimStep step{plan, platform, mesh, hosts, draws.get(), result, {}, std::vector<sg4::ActorPtr>(world),
+  SimStep step{costs, platform, mesh, hosts, draws.get(), result, {}, std::vector<sg4::ActorPtr>(world),
                std::vector<sg4::ActorPtr>(world), {}};
   step.reduced = reduced;
   // A DP ring hop in the full step: inside the node when every rank is on one.
   step.dp_ring_latency = layout.ring_across_nodes ? platform.intra_latency + platform.inter_latency : platform.intra_latency;
-  if (plan.dp > 1)
+  if (costs.dp > 1)
     for (int r = 0; r < world; ++r)
       start_actor("dp-stream" + std::to_string(r), hosts.ranks[r], [&step, r] { dp_stream(step, r); });
   for (int r = 0; r < world; ++r)

@@ -17,7 +17,7 @@
 
 #include "core/trace.h"
 #include "sim/platform.h"
-#include "sim/sim_plan.h"
+#include "sim/step_costs.h"
 
 namespace quintnet::sim {
 
@@ -45,12 +45,12 @@ struct SimResult {
 // step, and the core (shared by all nodes) is built for one replica's nodes, so each
 // flow gets the share it gets among all replicas' flows.  Returns "" when the plan
 // reduces, else why not.
-std::string why_not_reducible(const SimPlan& plan, const Platform& platform);
+std::string why_not_reducible(const StepCosts& costs, const Platform& platform);
 
 // Simulates one training step — reduced when it can be (see above) unless `exact`.
 // Only once per process: SimGrid has one engine.  Throws core::UserError before
 // starting when it would not fit in memory (sim/memory_estimate.h).
-SimResult simulate_step(const SimPlan& plan, const Platform& platform, bool exact = false);
+SimResult simulate_step(const StepCosts& costs, const Platform& platform, bool exact = false);
 
 // One ring all-reduce (or, with `reduce_scatter`, one reduce-scatter: an all-gather
 // takes the same) of `bytes` over `ranks` consecutive GPUs of the platform (the

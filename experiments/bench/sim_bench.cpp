@@ -12,14 +12,14 @@
 
 #include <chrono>
 
-#include "sim/sim_plan.h"
+#include "sim/step_costs.h"
 #include "sim/simulation.h"
 
 namespace {
 
 using namespace quintnet;
 
-sim::SimPlan gpt3_plan(int ranks, const std::string& model, int tp, int pp, sim::Platform& platform) {
+sim::StepCosts gpt3_plan(int ranks, const std::string& model, int tp, int pp, sim::Platform& platform) {
   const int dp = ranks / (tp * pp);
   core::Plan plan;
   plan.mesh_dim = {dp, tp, pp};
@@ -27,13 +27,13 @@ sim::SimPlan gpt3_plan(int ranks, const std::string& model, int tp, int pp, sim:
   plan.batch_size = 16 * dp;
   plan.device_type = core::Device::Cuda;
   platform = sim::load_platform("dgx-a100", (ranks + 7) / 8);
-  return sim::make_sim_plan(sim::simulated_layout(plan, model, 2048), platform);
+  return sim::make_step_costs(sim::simulated_layout(plan, model, 2048), platform);
 }
 
 void simulate(benchmark::State& state, const std::string& model, int tp, int pp, bool exact) {
   const int ranks = static_cast<int>(state.range(0));
   sim::Platform platform;
-  const sim::SimPlan sp = gpt3_plan(ranks, model, tp, pp, platform);
+  const sim::StepCosts sp = gpt3_plan(ranks, model, tp, pp, platform);
   double result[3] = {0, 0, 0};  // events of the whole step, step time, peak RSS (bytes)
   for (auto _ : state) {
     int fds[2];

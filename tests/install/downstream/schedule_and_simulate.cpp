@@ -15,7 +15,7 @@ int main() {
   const core::ScheduleStats stats = core::simulate_schedule(core::make_1f1b(4, 8));
   const double tf = 0.7, tb = 1.9;
   const sim::SimResult result = sim::simulate_step(
-      sim::uniform_sim_plan(core::ScheduleKind::OneFOneB, 4, 8, 1, tf, tb, 0.0), sim::load_platform("ideal"));
+      sim::uniform_step_costs(core::ScheduleKind::OneFOneB, 4, 8, 1, tf, tb, 0.0), sim::load_platform("ideal"));
   std::printf("1f1b pp 4 m 8: bubble %.6f (3/11 = %.6f), simulated step %.6f s (expected %.6f)\n",
               stats.bubble_fraction, 3.0 / 11, result.step_time_s, 11 * (tf + tb));
   const bool ok = std::fabs(stats.bubble_fraction - 3.0 / 11) < 1e-12 &&

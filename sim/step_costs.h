@@ -1,8 +1,9 @@
 #pragma once
-// What the simulator runs: the schedule every pipeline rank interprets (the same
-// core::Schedule the executor runs), what each op costs in seconds, and what each
-// message and collective carries.  Built from a core::Plan and the cost model
-// (make_sim_plan) or from uniform op times (closed-form checks, teaching).
+// sim::StepCosts — what the simulator runs: the schedule every pipeline rank interprets
+// (the same core::Schedule the executor runs), what each op costs in seconds, and what
+// each message and collective carries.  Built from a core::RunLayout and the cost model
+// (make_step_costs) or from uniform op times (closed-form checks, teaching).  (Called
+// SimPlan until the run-layout redesign: "plan" now means core::Plan everywhere.)
 #include <string>
 #include <vector>
 
@@ -16,7 +17,7 @@
 
 namespace quintnet::sim {
 
-struct SimPlan {
+struct StepCosts {
   core::Schedule schedule;
   int tp = 1, dp = 1;
   // Seconds of one pipeline rank's whole share of the model per microbatch (a chunk
@@ -63,10 +64,10 @@ core::RunLayout simulated_layout(const core::Plan& plan, const std::string& mode
 // memory bandwidth — or, with a calibration, the measured forward / backward speeds and
 // optimizer time.  Throws core::UserError for a layout that does not fit the platform
 // (too many ranks) — memory is checked by the caller.
-SimPlan make_sim_plan(const core::RunLayout& layout, const Platform& platform, const Calibration* calibration = nullptr);
+StepCosts make_step_costs(const core::RunLayout& layout, const Platform& platform, const Calibration* calibration = nullptr);
 
 // Uniform op times (seconds) on `pp` ranks, tp = dp = 1, messages of `p2p_bytes`.
-SimPlan uniform_sim_plan(core::ScheduleKind kind, int pp, int microbatches, int chunks, double tf, double tb,
+StepCosts uniform_step_costs(core::ScheduleKind kind, int pp, int microbatches, int chunks, double tf, double tb,
                          double tw, double p2p_bytes = 0);
 
 }  // namespace quintnet::sim

@@ -1,4 +1,4 @@
-#include "sim/sim_plan.h"
+#include "sim/step_costs.h"
 
 #include "core/error.h"
 #include "core/layer_kernels.h"
@@ -32,7 +32,7 @@ core::KernelOptions kernel_options_of(const core::RunLayout& l, double bytes_per
 // per FLOP, times what sharing its CPU costs (sim/calibration.h).  The forward FLOPs
 // recomputed inside the backward cost what forward FLOPs cost (the fixed part per layer
 // only when whole layers run again).
-void push_calibrated_op_times(SimPlan& s, const RankWork& w, const Calibration& c, int world, bool full_recompute) {
+void push_calibrated_op_times(StepCosts& s, const RankWork& w, const Calibration& c, int world, bool full_recompute) {
   const OpTimeModel& k = c.costs_for_tp(s.tp);
   const double slowdown = c.slowdown_for(world);
   // Under full recomputation the first forward records no graph (the probe measured what
@@ -49,7 +49,7 @@ void push_calibrated_op_times(SimPlan& s, const RankWork& w, const Calibration& 
 }
 
 // The rank's kernels on the platform's roofline (sim/roofline.h), kept for --kernels.
-void push_roofline_op_times(SimPlan& s, RankWork&& w, const Platform& platform) {
+void push_roofline_op_times(StepCosts& s, RankWork&& w, const Platform& platform) {
   s.forward_s.push_back(pass_seconds(w.kernels, core::Pass::Forward, platform));
   s.backward_input_s.push_back(pass_seconds(w.kernels, core::Pass::BackwardInput, platform));
   s.backward_weight_s.push_back(pass_seconds(w.kernels, core::Pass::BackwardWeight, platform));
@@ -69,7 +69,7 @@ core::RunLayout simulated_layout(const core::Plan& plan, const std::string& mode
 namespace {
 
 // One pipeline rank's share: its ops' times, its optimizer, its gradients and memory.
-void add_pipeline_rank(SimPlan& s, const core::RunLayout& l, int r, const core::ScheduleStats& shape,
+void add_pipeline_rank(StepCosts& s, const core::RunLayout& l, int r, const core::ScheduleStats& shape,
                        const Platform& platform, const Calibration* calibration) {
   const double bytes = l.plan.device_type == core::Device::Cpu ? 4.0 : 2.0;  // fp32 on CPU, 16-bit on GPUs
   const core::MemoryOptions options = core::MemoryOptions::of(l.plan);
@@ -115,14 +115,14 @@ void add_pipeline_rank(SimPlan& s, const core::RunLayout& l, int r, const core::
 
 }  // namespace
 
-SimPlan make_sim_plan(const core::RunLayout& l, const Platform& platform, const Calibration* calibration) {
+StepCosts make_step_costs(const core::RunLayout& l, const Platform& platform, const Calibration* calibration) {
   if (l.world_size() > platform.gpus())
     throw core::UserError("the mesh " + l.mesh.shape_string() + " needs " + std::to_string(l.world_size()) +
                           " GPUs; platform '" + platform.name + "' has " + std::to_string(platform.gpus()) + " (" +
                           std::to_string(platform.nodes) + " nodes x " + std::to_string(platform.gpus_per_node) +
                           ")" +
                           (platform.xml_file.empty() ? "; use --nodes" : ", the hosts of the XML file"));
-  SimPlan s;
+  StepCosts s;
   s.model = l.model.name;
   s.tp = l.tp;
   s.dp = l.dp;
@@ -141,9 +141,9 @@ SimPlan make_sim_plan(const core::RunLayout& l, const Platform& platform, const 
   return s;
 }
 
-SimPlan uniform_sim_plan(core::ScheduleKind kind, int pp, int microbatches, int chunks, double tf, double tb,
+StepCosts uniform_step_costs(core::ScheduleKind kind, int pp, int microbatches, int chunks, double tf, double tb,
                          double tw, double p2p_bytes) {
-  SimPlan s;
+  StepCosts s;
   s.model = "uniform";
   s.schedule = core::make_schedule(kind, pp, microbatches, chunks);
   s.forward_s.assign(pp, tf);
