@@ -102,7 +102,7 @@ py::list plan_layouts(const std::string& model, int gpus, const std::string& pla
     d["layout"] = c.layout();
     d["dp"] = c.dp, d["tp"] = c.tp, d["pp"] = c.pp;
     d["micro_batch"] = c.micro_batch, d["microbatches"] = c.microbatches, d["chunks"] = c.chunks;
-    d["schedule"] = c.schedule;
+    d["schedule"] = core::schedule_kind_name(c.schedule);
     d["memory_bytes"] = c.memory_bytes;
     d["analytic_step_s"] = c.analytic_step_s;
     d["simulated_step_s"] = c.simulated_step_s > 0 ? py::object(py::float_(c.simulated_step_s)) : py::none();

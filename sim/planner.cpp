@@ -17,7 +17,7 @@ core::Plan plan_of(const PlanQuery& q, const Candidate& c) {
   p.batch_size = q.global_batch;
   p.grad_acc_steps = c.microbatches;
   p.mesh_dim = {c.dp, c.tp, c.pp};
-  p.schedule = c.schedule;
+  p.schedule = core::schedule_kind_name(c.schedule);
   p.virtual_stages = c.chunks;
   p.device_type = core::Device::Cuda;
   p.recompute = c.recompute;
@@ -96,7 +96,7 @@ Candidate best_memory_options(const PlanQuery& q, const Candidate& base, const P
 std::string Candidate::layout() const {
   char s[128];
   std::snprintf(s, sizeof(s), "dp %d x tp %d x pp %d, micro %d x %d, %s%s", dp, tp, pp, micro_batch, microbatches,
-                schedule.c_str(), chunks > 1 ? (" v" + std::to_string(chunks)).c_str() : "");
+                core::schedule_kind_name(schedule), chunks > 1 ? (" v" + std::to_string(chunks)).c_str() : "");
   std::string out = s;
   if (recompute != core::Recompute::None) out += ", recompute " + core::name_of(recompute);
   if (sequence_parallel) out += ", SP";
@@ -119,11 +119,12 @@ std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& pla
       if (q.gpus % (tp * pp) != 0) continue;
       const int dp = q.gpus / (tp * pp);
       for (int b : q.micro_batches)
-        for (const std::string& schedule : q.schedules) {
+        for (core::ScheduleKind schedule : q.schedules) {
+          using core::ScheduleKind;
           Candidate c;
           c.dp = dp, c.tp = tp, c.pp = pp, c.micro_batch = b, c.schedule = schedule;
-          c.chunks = schedule == "interleaved" ? 2 : 1;
-          if ((schedule == "interleaved" || schedule == "zb-h1" || schedule == "afab") && pp == 1) continue;
+          c.chunks = schedule == ScheduleKind::Interleaved ? 2 : 1;
+          if (schedule != ScheduleKind::OneFOneB && pp == 1) continue;  // one pipeline rank: 1F1B is all of them
           if (tp > platform.gpus_per_node) c.rejected = "tp larger than a node's GPUs (tensor parallelism needs NVLink)";
           else if (dims.heads % tp != 0) c.rejected = "tp does not divide the attention heads";
           else if (dims.layers < pp * c.chunks) c.rejected = "fewer layers than pipeline stages";
@@ -133,7 +134,7 @@ std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& pla
             continue;
           }
           c.microbatches = q.global_batch / (dp * b);
-          if (schedule == "interleaved" && c.microbatches < pp) {
+          if (schedule == ScheduleKind::Interleaved && c.microbatches < pp) {
             c.rejected = "interleaved needs at least pp microbatches";
             out.push_back(c);
             continue;

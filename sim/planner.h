@@ -18,7 +18,8 @@ struct PlanQuery {
   int global_batch = 1536;
   int seq = 2048;
   std::vector<int> micro_batches = {1, 2, 4};
-  std::vector<std::string> schedules = {"1f1b", "interleaved", "zb-h1", "afab"};
+  std::vector<core::ScheduleKind> schedules = {core::ScheduleKind::OneFOneB, core::ScheduleKind::Interleaved,
+                                               core::ScheduleKind::ZbH1, core::ScheduleKind::Afab};
   // Memory options tried for each layout (sequence parallelism only with tp > 1, ZeRO-1
   // only with dp > 1); the layout keeps its fastest set that fits, the least memory of
   // equally fast ones.
@@ -29,7 +30,7 @@ struct PlanQuery {
 
 struct Candidate {
   int dp = 1, tp = 1, pp = 1, micro_batch = 1, microbatches = 1, chunks = 1;
-  std::string schedule;
+  core::ScheduleKind schedule = core::ScheduleKind::OneFOneB;
   core::Recompute recompute = core::Recompute::None;
   bool sequence_parallel = false;
   int zero_stage = 0;

@@ -86,10 +86,10 @@ void PipelineRunner::forward(const core::Step& step) {
 }
 
 void PipelineRunner::add_loss(int mb, const StageLoss& l, Slot& slot) {
-  if (walk_ == &evaluation_) {  // EvalStats: the loss summed over samples, correct, samples
-    stats_[0] += l.loss * l.count;
-    stats_[1] += l.correct;
-    stats_[2] += l.count;
+  if (walk_ == &evaluation_) {
+    stats_[EvalStats::kLossSum] += l.loss * l.count;
+    stats_[EvalStats::kCorrect] += l.correct;
+    stats_[EvalStats::kSamples] += l.count;
     return;
   }
   slot.output = l.loss / walk_->schedule.microbatches;
@@ -272,10 +272,11 @@ StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, c
 
 EvalStats PipelineRunner::evaluate(const torch::Tensor& input, const torch::Tensor& labels) {
   torch::NoGradGuard no_grad;
-  torch::Tensor stats = run(evaluation_, {input}, {labels}, 3);  // loss summed over samples, correct, samples
+  torch::Tensor stats = run(evaluation_, {input}, {labels}, EvalStats::kFigures);
   share_from_last_stage(stats);
   const torch::Tensor v = stats.cpu();
-  return {v[0].item<double>(), v[1].item<double>(), v[2].item<double>()};
+  return {v[EvalStats::kLossSum].item<double>(), v[EvalStats::kCorrect].item<double>(),
+          v[EvalStats::kSamples].item<double>()};
 }
 
 }  // namespace quintnet::exec

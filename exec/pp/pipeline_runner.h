@@ -45,6 +45,8 @@ struct StepStats {
 
 // One evaluation batch's figures, summed: the caller divides once, over all batches.
 struct EvalStats {
+  // The float64 figures the last stage adds up, at these indices.
+  enum Index { kLossSum = 0, kCorrect = 1, kSamples = 2, kFigures = 3 };
   double loss_sum = 0.0;  // the samples' losses added up
   double correct = 0.0;
   double samples = 0.0;
