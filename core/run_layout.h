@@ -1,10 +1,10 @@
 #pragma once
 // core::RunLayout — a plan resolved once: what both backends take.  The loader
-// (core::load_plan) reads a config's keys into a core::Plan; resolve_layout validates
-// the plan and derives, in one place, everything the executor and the simulator used
-// to work out each for itself: the mesh (named axes, core::Axis), the size of each
-// axis, the pipeline schedule every pipeline rank interprets, the model's dimensions
-// (from its description, core/model_kind.cpp) and the layers of each pipeline stage.
+// (core::load_plan) reads and validates a config's keys into a core::Plan;
+// resolve_layout derives from it, in one place, everything the executor and the
+// simulator used to work out each for itself: the mesh (named axes, core::Axis), the
+// size of each axis, the pipeline schedule every pipeline rank interprets, the model's
+// dimensions (from its description, core/models/) and the layers of each pipeline stage.
 // The plan's options are typed already (core/run_options.h).
 #include <optional>
 #include <string>
@@ -36,7 +36,6 @@ struct RunLayout {
   std::vector<LayerRange> stages;  // the layers of each of the pp · chunks virtual stages
 
   int world_size() const { return mesh.world_size(); }
-  int size(Axis axis) const { return axis == Axis::Dp ? dp : axis == Axis::Tp ? tp : pp; }
   int stage_count() const { return pp * chunks; }
   bool uses(Axis axis) const;  // whether the strategy parallelises over `axis`
 };

@@ -16,7 +16,7 @@ enum class Axis { Dp, Tp, Pp };
 // Where ranks compute.
 enum class Device { Cpu, Cuda };
 // fp32, or bf16: forward passes under autocast (matrix products in bfloat16), weights,
-// gradients and optimizer state in fp32 (exec/parallel/autocast.h).
+// gradients and optimizer state in fp32 (exec/precision/autocast.h).
 enum class Precision { Fp32, Bf16 };
 // Activation recomputation (Korthikanti et al.): none; selective (the attention core,
 // QK^T / softmax / dropout / V, recomputed in the backward); full (each layer's input

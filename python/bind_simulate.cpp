@@ -8,8 +8,6 @@
 #include "core/error.h"
 
 #ifdef QN_WITH_SIM
-#include <chrono>
-
 #include "core/schedule.h"
 #include "json_bridge.h"
 #include "plan_source.h"
@@ -66,14 +64,11 @@ py::object simulate_uniform(const std::string& kind_name, int pp, int microbatch
   if (pp < 1 || microbatches < 1 || v < 1) throw core::UserError("pp, microbatches and chunks must be >= 1");
   if (forward < 0 || backward_input < 0 || backward_weight < 0) throw core::UserError("op times must be >= 0");
   const nlohmann::ordered_json summary = in_child([&] {
-    const sim::Platform platform = sim::load_platform(platform_name, 0);
+    sim::Platform platform = sim::load_platform(platform_name, 0);
     if (pp > platform.gpus())
       throw core::UserError("pp " + std::to_string(pp) + ": the platform has " + std::to_string(platform.gpus()) + " GPUs");
-    const auto wall0 = std::chrono::steady_clock::now();
     const sim::StepCosts costs = sim::uniform_step_costs(kind, pp, microbatches, v, forward, backward_input, backward_weight, p2p_bytes);
-    const sim::SimResult r = sim::simulate_step(costs, platform);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-    return sim::simulation_summary(costs, platform, r, wall).dump();
+    return sim::simulate_plan(costs, platform, sim::SimulateRequest{}).summary.dump();
   });
   return from_json(summary);
 }
