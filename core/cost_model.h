@@ -5,6 +5,8 @@
 //   forward FLOPs per token per layer = 24 h^2 + 4 s h   (QKV+out 8h^2, MLP 16h^2
 //   with a 4h MLP, attention scores and values 4sh); backward = 2 x forward; the
 //   LM head 2 h V per token.  A training step is ~ 6 N + 12 L h s FLOPs per token.
+// In general (grouped-query attention with g key/value heads of width d, a gated MLP of
+// width f): 2 (2 h^2 + 2 h g d) + 2 m h f + 4 s h, m = 3 gated (SwiGLU) or 2.
 #include <string>
 #include <vector>
 
@@ -16,11 +18,13 @@ namespace quintnet::core {
 // (core/models/): the cost model and the kernel list ask which parts a model has, never
 // which model it is.
 enum class Inputs {
-  Tokens,       // a vocabulary lookup and learnt positions (GPT)
-  ImagePatches  // patches projected, a class token and positions (ViT)
+  Tokens,               // a vocabulary lookup and learnt positions (GPT)
+  TokensRotaryPositions,  // a vocabulary lookup; positions rotate q and k in every layer (Llama)
+  ImagePatches          // patches projected, a class token and positions (ViT)
 };
 enum class Head {
   TiedVocabulary,       // LayerNorm, then logits over the vocabulary with the embedding's weights (GPT)
+  UntiedVocabulary,     // RMSNorm, then logits over the vocabulary with weights of its own (Llama)
   ClassTokenClassifier  // LayerNorm and a classifier on the class token only (ViT)
 };
 
@@ -30,6 +34,9 @@ struct ModelDims {
   Head head = Head::TiedVocabulary;
   bool causal = true;  // attention to earlier tokens only (a language model)
   int layers = 0, hidden = 0, heads = 0, ffn = 0;
+  int kv_heads = 0;        // grouped-query attention's key/value heads; 0: one per query head
+  bool gated_mlp = false;  // SwiGLU: gate and up projections (3 matrices), else fc1 + GeLU + fc2
+  bool biases = true;      // the linear layers have biases and the norms are LayerNorms (else RMSNorms, no biases)
   int vocab = 0;   // GPT: vocabulary; ViT: classes
   int seq = 0;     // tokens per sample (ViT: patches + class token)
   int patch_inputs = 0;  // ViT: patch_size^2 x channels
@@ -37,10 +44,13 @@ struct ModelDims {
   // dropped-out attention weights: Korthikanti et al.'s counts include them).
   bool dropout = true;
   double parameters() const;  // total
+  int key_value_heads() const { return kv_heads > 0 ? kv_heads : heads; }
+  double layer_parameters() const;
+  double layer_forward_flops_per_token() const;  // the formula above (s = seq)
 };
 
-// gpt2-124m, gpt2-355m, gpt2-774m, gpt2-1.5b, gpt3-1.3b, gpt3-6.7b, gpt3-13b, gpt3-175b;
-// throws ConfigError naming the known ones.
+// gpt2-124m, gpt2-355m, gpt2-774m, gpt2-1.5b, gpt3-1.3b, gpt3-6.7b, gpt3-13b, gpt3-175b,
+// llama3-8b, llama3-70b, llama3-405b; throws ConfigError naming the known ones.
 ModelDims model_dims(const std::string& name);
 ModelDims model_dims(const ModelConfig& config, int seq_len);  // from a plan's model
 std::vector<std::string> known_models();

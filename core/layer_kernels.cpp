@@ -1,5 +1,7 @@
 #include "core/layer_kernels.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace quintnet::core {
@@ -9,9 +11,11 @@ namespace {
 // The sizes every formula uses, per tensor-parallel rank (see the header's notation).
 struct Sizes {
   double e, b, s, T, h, d, f, t, S, mask;
+  double kv;  // key (and value) width per rank: g d / t, or one head d where tp exceeds g
   double Tr;  // tokens of the LayerNorm / dropout regions: T, or T / t with sequence parallelism
   double heads_per_rank;
   bool dropout, causal;
+  bool gated, biases, rotary;  // SwiGLU; linear biases and LayerNorms (else RMSNorms); rotary positions
   KernelSet set;
 };
 
@@ -25,6 +29,8 @@ Sizes sizes_of(const ModelDims& m, const KernelOptions& o) {
   z.d = static_cast<double>(m.hidden) / m.heads;
   z.f = m.ffn;
   z.t = o.tp;
+  z.kv = std::max(static_cast<double>(m.key_value_heads()) / o.tp, 1.0) * z.d;
+  z.gated = m.gated_mlp, z.biases = m.biases, z.rotary = m.inputs == Inputs::TokensRotaryPositions;
   z.heads_per_rank = static_cast<double>(m.heads) / o.tp;
   z.S = z.b * z.heads_per_rank * z.s * z.s;
   z.dropout = m.dropout;
@@ -62,7 +68,7 @@ class Builder {
 void residual_forward(Builder& k, const Sizes& z, Pass pass) {
   const double n = z.Tr * z.h;
   if (z.set == KernelSet::Unfused) {
-    k.memory("bias add", pass, 2 * z.e * n);
+    if (z.biases) k.memory("bias add", pass, 2 * z.e * n);
     if (z.dropout) k.memory("dropout", pass, (2 * z.e + z.mask) * n);
     k.memory("residual add", pass, 3 * z.e * n);
   } else {
@@ -76,7 +82,7 @@ void attention_core_forward(Builder& k, const Sizes& z, Pass pass) {
   if (z.set == KernelSet::Flash) {
     // One kernel: reads Q, K, V and writes the output; the scores stay on chip.
     const double causal = z.causal ? 0.5 : 1.0;
-    k.fused_matrix("flash attention", pass, causal * 4 * z.T * z.s * z.h / z.t, 4 * z.e * z.T * z.h / z.t);
+    k.fused_matrix("flash attention", pass, causal * 4 * z.T * z.s * z.h / z.t, 2 * z.e * z.T * (z.h / z.t + z.kv));
     return;
   }
   k.gemm("attention scores", pass, z.s, z.s, z.d, heads);
@@ -93,21 +99,40 @@ void attention_core_forward(Builder& k, const Sizes& z, Pass pass) {
   k.memory("context copy", pass, 2 * z.e * z.T * z.h / z.t);
 }
 
+// q, k and v of this rank's heads: one GEMM's output width.
+double qkv_width(const Sizes& z) { return z.h / z.t + 2 * z.kv; }
+// The MLP's first GEMM: fc1, or SwiGLU's gate and up together.
+double mlp_in_width(const Sizes& z) { return (z.gated ? 2 : 1) * z.f / z.t; }
+const char* norm_name(const Sizes& z) { return z.biases ? "layernorm" : "rmsnorm"; }
+
+// The MLP's activation: bias and GeLU, or SwiGLU's SiLU of the gate times up.
+void mlp_activation(Builder& k, const Sizes& z, Pass pass) {
+  const double n = z.T * z.f / z.t;
+  if (z.gated && z.set == KernelSet::Unfused) {
+    k.memory("silu", pass, 2 * z.e * n);
+    k.memory("gate multiply", pass, 3 * z.e * n);
+  } else if (z.gated) {
+    k.memory("swiglu", pass, 3 * z.e * n);
+  } else if (z.set == KernelSet::Unfused) {
+    k.memory("bias add", pass, 2 * z.e * n);
+    k.memory("gelu", pass, 2 * z.e * n);
+  } else {
+    k.memory("bias-gelu", pass, 2 * z.e * n);
+  }
+}
+
 // A layer's forward: in the forward pass, or again inside the backward (full recomputation).
 void layer_forward(Builder& k, const Sizes& z, Pass pass) {
-  k.memory("layernorm", pass, 2 * z.e * z.Tr * z.h);
-  k.gemm("qkv", pass, z.T, 3 * z.h / z.t, z.h);
+  k.memory(norm_name(z), pass, 2 * z.e * z.Tr * z.h);
+  k.gemm("qkv", pass, z.T, qkv_width(z), z.h);
+  // Rotary positions: q and k rotated (unfused: two products, the half rotation and a sum).
+  if (z.rotary) k.memory("rotary embedding", pass, (z.set == KernelSet::Unfused ? 11 : 2) * z.e * z.T * (z.h / z.t + z.kv));
   attention_core_forward(k, z, pass);
   k.gemm("projection", pass, z.T, z.h, z.h / z.t);
   residual_forward(k, z, pass);
-  k.memory("layernorm", pass, 2 * z.e * z.Tr * z.h);
-  k.gemm("fc1", pass, z.T, z.f / z.t, z.h);
-  if (z.set == KernelSet::Unfused) {
-    k.memory("bias add", pass, 2 * z.e * z.T * z.f / z.t);
-    k.memory("gelu", pass, 2 * z.e * z.T * z.f / z.t);
-  } else {
-    k.memory("bias-gelu", pass, 2 * z.e * z.T * z.f / z.t);
-  }
+  k.memory(norm_name(z), pass, 2 * z.e * z.Tr * z.h);
+  k.gemm("fc1", pass, z.T, mlp_in_width(z), z.h);
+  mlp_activation(k, z, pass);
   k.gemm("fc2", pass, z.T, z.h, z.f / z.t);
   residual_forward(k, z, pass);
 }
@@ -154,26 +179,33 @@ void accumulate_gradients(Builder& k, const Sizes& z, double parameters, int mic
 
 void layer_backward(Builder& k, const Sizes& z, const KernelOptions& o) {
   const Pass bi = Pass::BackwardInput, bw = Pass::BackwardWeight;
+  const std::string norm = norm_name(z);
   // Activation gradients, last kernel first.
   residual_backward(k, z);
   k.gemm("fc2: input gradient", bi, z.T, z.f / z.t, z.h);
-  k.memory("gelu backward", bi, 3 * z.e * z.T * z.f / z.t);
-  k.gemm("fc1: input gradient", bi, z.T, z.h, z.f / z.t);
-  k.memory("layernorm backward", bi, 3 * z.e * z.Tr * z.h);
+  // GeLU's: reads the gradient and its input, writes one; SwiGLU's reads the gradient,
+  // gate and up and writes both of theirs.
+  k.memory(z.gated ? "swiglu backward" : "gelu backward", bi, (z.gated ? 5 : 3) * z.e * z.T * z.f / z.t);
+  k.gemm("fc1: input gradient", bi, z.T, z.h, mlp_in_width(z));
+  k.memory(norm + " backward", bi, 3 * z.e * z.Tr * z.h);
   residual_backward(k, z);
   k.gemm("projection: input gradient", bi, z.T, z.h / z.t, z.h);
   attention_core_backward(k, z);
-  k.gemm("qkv: input gradient", bi, z.T, z.h, 3 * z.h / z.t);
-  k.memory("layernorm backward", bi, 3 * z.e * z.Tr * z.h);
+  if (z.rotary) k.memory("rotary embedding backward", bi, (z.set == KernelSet::Unfused ? 11 : 2) * z.e * z.T * qkv_width(z) * 2 / 3);
+  k.gemm("qkv: input gradient", bi, z.T, z.h, qkv_width(z));
+  k.memory(norm + " backward", bi, 3 * z.e * z.Tr * z.h);
   // Weight gradients: each linear's from its input and output gradient, the biases'
-  // and LayerNorms' from reductions over the tokens.
-  k.gemm("qkv: weight gradient", bw, z.h, 3 * z.h / z.t, z.T);
+  // and norms' from reductions over the tokens.
+  k.gemm("qkv: weight gradient", bw, z.h, qkv_width(z), z.T);
   k.gemm("projection: weight gradient", bw, z.h / z.t, z.h, z.T);
-  k.gemm("fc1: weight gradient", bw, z.h, z.f / z.t, z.T);
+  k.gemm("fc1: weight gradient", bw, z.h, mlp_in_width(z), z.T);
   k.gemm("fc2: weight gradient", bw, z.f / z.t, z.h, z.T);
-  k.memory("bias gradients", bw, z.e * (z.T * 3 * z.h / z.t + z.T * z.f / z.t + 2 * z.Tr * z.h));
-  k.memory("layernorm weight gradients", bw, 2 * 2 * z.e * z.Tr * z.h);
-  const double parameters = (4 * z.h * z.h + 2 * z.h * z.f) / z.t + (3 * z.h + z.f) / z.t + 2 * z.h + 4 * z.h;
+  const double biases = qkv_width(z) + mlp_in_width(z) + 2 * z.h;  // per rank (the output ones whole)
+  if (z.biases) k.memory("bias gradients", bw, z.e * (z.T * (qkv_width(z) + mlp_in_width(z)) + 2 * z.Tr * z.h));
+  const double norm_weights = z.biases ? 4 * z.h : 2 * z.h;
+  k.memory(norm + " weight gradients", bw, norm_weights * z.e * z.Tr);
+  const double parameters =
+      (qkv_width(z) + mlp_in_width(z)) * z.h + z.h * z.h / z.t + z.h * z.f / z.t + (z.biases ? biases : 0) + norm_weights;
   accumulate_gradients(k, z, parameters, o.microbatches);
 }
 
@@ -188,16 +220,16 @@ void embedding_kernels(Builder& k, const ModelDims& m, const Sizes& z, const Ker
     accumulate_gradients(k, z, static_cast<double>(m.patch_inputs) * z.h + (z.s + 1) * z.h, o.microbatches);
     return;
   }
-  // Vocabulary-parallel lookup (each rank's rows), positions added, dropout.
+  // Vocabulary-parallel lookup (each rank's rows), learnt positions added, dropout.
   k.memory("embedding lookup", f, 2 * z.e * n);
-  k.memory("position add", f, 3 * z.e * n);
+  if (!z.rotary) k.memory("position add", f, 3 * z.e * n);
   if (z.dropout) {
     k.memory("embedding dropout", f, (2 * z.e + z.mask) * n);
     k.memory("embedding dropout backward", Pass::BackwardInput, (2 * z.e + z.mask) * n);
   }
   // The gradient buffer of this rank's vocabulary rows zeroed, the tokens' rows added in.
   k.memory("embedding gradient", bw, z.e * m.vocab * z.h / z.t + 3 * z.e * n);
-  accumulate_gradients(k, z, (m.vocab / z.t + z.s) * z.h, o.microbatches);
+  accumulate_gradients(k, z, (m.vocab / z.t + (z.rotary ? 0 : z.s)) * z.h, o.microbatches);
 }
 
 void head_kernels(Builder& k, const ModelDims& m, const Sizes& z, const KernelOptions& o) {
@@ -211,7 +243,8 @@ void head_kernels(Builder& k, const ModelDims& m, const Sizes& z, const KernelOp
     return;
   }
   const double logits = z.T * m.vocab / z.t;
-  k.memory("final layernorm", f, 2 * z.e * z.Tr * z.h);
+  const std::string norm = std::string("final ") + norm_name(z);
+  k.memory(norm, f, 2 * z.e * z.Tr * z.h);
   k.gemm("logits", f, z.T, m.vocab / z.t, z.h);
   // Vocabulary-parallel cross-entropy in fp32 (Megatron-LM's): the 16-bit logits cast
   // to fp32, their max, the shift, exp, sum and the softmax kept for the backward; the
@@ -220,9 +253,10 @@ void head_kernels(Builder& k, const ModelDims& m, const Sizes& z, const KernelOp
   k.memory("cross-entropy", f, (cast + 4 + 8 + 8 + 4 + 8) * logits);
   k.memory("cross-entropy backward", bi, (8 + cast) * logits);
   k.gemm("logits: input gradient", bi, z.T, z.h, m.vocab / z.t);
-  k.memory("final layernorm backward", bi, 3 * z.e * z.Tr * z.h);
-  k.gemm("logits: weight gradient", bw, m.vocab / z.t, z.h, z.T);  // the tied embedding's
-  k.memory("final layernorm weight gradients", bw, 2 * z.e * z.Tr * z.h);
+  k.memory(norm + " backward", bi, 3 * z.e * z.Tr * z.h);
+  k.gemm("logits: weight gradient", bw, m.vocab / z.t, z.h, z.T);  // the tied embedding's, or the head's own
+  k.memory(norm + " weight gradients", bw, (z.biases ? 2 : 1) * z.e * z.Tr * z.h);
+  if (m.head == Head::UntiedVocabulary) accumulate_gradients(k, z, m.vocab / z.t * z.h, o.microbatches);
 }
 
 // `layers` identical layers: forward, backward and what recomputation adds.

@@ -12,6 +12,10 @@
 // h hidden, a heads, d = h / a, f the MLP width (4h), t tp, V vocabulary, e bytes per
 // value (2 on GPUs, 4 on CPUs), S = b a s² / t attention scores; dropout masks are one
 // byte per element.  GEMM (M, N, K): 2 M N K FLOPs, e (M K + K N + M N) bytes.
+// A Llama-style layer (ModelDims' kv_heads, gated_mlp, biases, rotary inputs) has the same
+// list with its widths: q, k, v of h/t + 2 g d/t, SwiGLU's gate and up in the fc1 GEMM
+// (2f/t), SiLU and the gate product for GeLU, RMSNorms, no bias kernels, and the
+// rotation of q and k.
 #include <string>
 #include <vector>
 

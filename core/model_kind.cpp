@@ -7,7 +7,7 @@ namespace quintnet::core {
 const std::vector<ModelKind>& model_kinds() {
   // One description per model, each in its own file (core/models/); the first is a
   // plan's model when it names none and has no model block.
-  static const std::vector<ModelKind> kinds = {vit_model_kind(), gpt2_model_kind()};
+  static const std::vector<ModelKind> kinds = {vit_model_kind(), gpt2_model_kind(), llama_model_kind()};
   return kinds;
 }
 

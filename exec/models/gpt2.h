@@ -23,9 +23,8 @@
 #include <torch/torch.h>
 
 #include "core/plan.h"
+#include "exec/models/language_model.h"
 #include "exec/models/serial_state.h"
-#include "exec/models/stage_model.h"
-#include "exec/models/stage_range.h"
 #include "exec/tp/parallel_linear.h"
 #include "exec/tp/vocab_parallel.h"
 
@@ -35,6 +34,8 @@ class Gpt2AttentionImpl : public torch::nn::Module {
  public:
   Gpt2AttentionImpl(int64_t dim, int64_t heads, double attn_pdrop, const TpContext& tp);
   torch::Tensor forward(const torch::Tensor& x);  // causal self-attention
+  // Generation: x holds only the new tokens; their keys and values join `cache`'s layer `layer`.
+  torch::Tensor forward_cached(const torch::Tensor& x, KvCache& cache, int layer);
 
  private:
   int64_t local_heads_, head_dim_;
@@ -48,8 +49,10 @@ class Gpt2BlockImpl : public torch::nn::Module {
  public:
   Gpt2BlockImpl(const core::ModelConfig& c, const TpContext& tp);
   torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward_cached(const torch::Tensor& x, KvCache& cache, int layer);  // generation (no dropout)
 
  private:
+  torch::Tensor mlp(const torch::Tensor& h);  // fc, GeLU, proj
   double resid_pdrop_;
   torch::nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
   Gpt2Attention attn_{nullptr};
@@ -58,32 +61,21 @@ class Gpt2BlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Gpt2Block);
 
-class Gpt2Impl : public StageModel {
+class Gpt2Impl : public LanguageModel {
  public:
   Gpt2Impl(const core::ModelConfig& config, const TpContext& tp, StageRange range = {});
 
   // First stage: token ids [B, T] -> hidden [B, T, D]; middle: hidden -> hidden; last
   // stage: -> this rank's logits [B, T, V_local] (its vocabulary slice).
   torch::Tensor forward(const torch::Tensor& input) override;
-  // Mean cross-entropy over the targets >= 0, from the last stage's local logits.
-  torch::Tensor token_loss(const torch::Tensor& local_logits, const torch::Tensor& targets);
-  StageLoss loss(const torch::Tensor& local_logits, const torch::Tensor& targets) override;
+  torch::Tensor forward_cached(const torch::Tensor& ids, KvCache& cache) override;
   std::shared_ptr<StageModel> make_stage(const TpContext& tp, StageRange range) const override;
   std::vector<torch::Tensor> tied_parameters() override;
-  std::vector<torch::Tensor> sequence_parallel_parameters() override;
-  // The full logits (all-gathered over tp): for generation and tests, not for training.
-  torch::Tensor full_logits(const torch::Tensor& local_logits);
-
-  bool has_embedding() const { return range_.has_embedding(); }
-  bool has_head() const { return range_.end_block == config_.n_layer; }
-  const core::ModelConfig& config() const { return config_; }
-  const TpContext& tp() const { return tp_; }
+  std::vector<torch::Tensor> partial_gradient_parameters() override;
   VocabParallelEmbedding& wte() { return wte_; }
 
  private:
-  core::ModelConfig config_;
-  TpContext tp_;
-  StageRange range_;
+  const VocabParallelEmbedding& head() const override { return wte_; }  // tied: the embedding's shard
   VocabParallelEmbedding wte_{nullptr};
   torch::nn::Embedding wpe_{nullptr};
   std::vector<Gpt2Block> blocks_;

@@ -8,7 +8,7 @@ namespace quintnet::exec {
 
 const ModelEntry& model_entry(const core::ModelConfig& model) {
   // One entry per model, each beside its StageModel (exec/models/<name>.cpp).
-  static const std::vector<ModelEntry> entries = {vit_model_entry(), gpt2_model_entry()};
+  static const std::vector<ModelEntry> entries = {vit_model_entry(), gpt2_model_entry(), llama_model_entry()};
   std::string known;
   for (const ModelEntry& e : entries) {
     if (e.kind == model.kind) return e;

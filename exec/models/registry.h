@@ -13,6 +13,7 @@
 
 #include "core/plan.h"
 #include "exec/data/training_data.h"
+#include "exec/models/serial_state.h"
 #include "exec/models/stage_model.h"
 
 namespace quintnet::exec {
@@ -27,11 +28,16 @@ struct ModelEntry {
   std::function<std::int64_t(const core::Plan&)> tokens;
   std::function<bool(const core::ModelConfig&)> has_dropout;
   bool language_model = false;  // the epoch table reports perplexity, not accuracy
+  // The serial state in Hugging Face's names and layout (`quintnet-checkpoint export
+  // --format safetensors`), its config.json; unset for a model without a Hugging Face twin.
+  std::function<SerialState(const SerialState&, const core::ModelConfig&)> to_hugging_face;
+  std::function<std::string(const core::ModelConfig&)> hugging_face_config;
 };
 
-// Each model's entry, beside its StageModel: exec/models/vit.cpp, exec/models/gpt2.cpp.
+// Each model's entry, beside its StageModel: exec/models/vit.cpp, gpt2.cpp, llama.cpp.
 ModelEntry vit_model_entry();
 ModelEntry gpt2_model_entry();
+ModelEntry llama_model_entry();
 
 // The plan's model; a UserError names the known kinds for any other.
 const ModelEntry& model_entry(const core::ModelConfig& model);

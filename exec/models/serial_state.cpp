@@ -31,6 +31,8 @@ std::map<std::string, int> tp_shard_dims(torch::nn::Module& model) {
       dims[prefix + "weight"] = RowParallelLinearImpl::kWeightShardDim;
     } else if (dynamic_cast<VocabParallelEmbeddingImpl*>(m)) {
       dims[prefix + "weight"] = 0;
+    } else if (auto* kv = dynamic_cast<KeyValueParallelLinearImpl*>(m); kv && kv->sharded()) {
+      dims[prefix + "weight"] = KeyValueParallelLinearImpl::kWeightShardDim;  // else replicated: held whole
     }
   }
   return dims;

@@ -32,10 +32,11 @@ class StageModel : public torch::nn::Module {
   // Parameters the first and the last stage both hold and must keep equal (GPT-2's
   // tied token embedding): their gradients are summed over the pipeline.
   virtual std::vector<torch::Tensor> tied_parameters() { return {}; }
-  // Parameters used on each rank's part of the sequence under sequence parallelism
-  // (the blocks' LayerNorms and row-parallel biases): each tp rank's gradient of them
-  // is a partial sum, which the trainer sums over the tp group.
-  virtual std::vector<torch::Tensor> sequence_parallel_parameters() { return {}; }
+  // Parameters whose gradient on each tp rank is only that rank's share, which the
+  // trainer sums over the tp group: under sequence parallelism the replicated ones used
+  // on a rank's part of the sequence (the blocks' norms, row-parallel biases); Llama's
+  // key/value weights where tp exceeds its key/value heads (KeyValueParallelLinear).
+  virtual std::vector<torch::Tensor> partial_gradient_parameters() { return {}; }
 };
 
 }  // namespace quintnet::exec

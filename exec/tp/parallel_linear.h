@@ -38,7 +38,9 @@ torch::Tensor column_input(const torch::Tensor& x, const TpContext& tp);
 
 class ColumnParallelLinearImpl : public torch::nn::Module {
  public:
-  ColumnParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp, bool gather_output = false);
+  // with_bias false: Y = X Aᵀ (Llama's layers); `bias` stays undefined.
+  ColumnParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp, bool gather_output = false,
+                           bool with_bias = true);
   torch::Tensor forward(const torch::Tensor& x);  // x: the full input, the same on every tp rank
 
   // Slices rows [r·out/tp, (r+1)·out/tp) of the serial weight [out, in] and bias [out].
@@ -56,7 +58,8 @@ TORCH_MODULE(ColumnParallelLinear);
 
 class RowParallelLinearImpl : public torch::nn::Module {
  public:
-  RowParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp, bool input_is_parallel = true);
+  RowParallelLinearImpl(int64_t in_features, int64_t out_features, const TpContext& tp, bool input_is_parallel = true,
+                        bool with_bias = true);
   torch::Tensor forward(const torch::Tensor& x);
 
   // Slices columns [r·in/tp, (r+1)·in/tp) of the serial weight [out, in]; bias whole.
@@ -70,6 +73,28 @@ class RowParallelLinearImpl : public torch::nn::Module {
   bool input_is_parallel_;
 };
 TORCH_MODULE(RowParallelLinear);
+
+// The key (or value) projection of grouped-query attention — g heads of width d — over
+// the tp group, without bias.  Where tp divides g it is column-parallel (rank r holds
+// heads [r·g/tp, (r+1)·g/tp)).  Where tp exceeds g (a multiple of it: the plan validator
+// says so) a rank's query heads all read one key/value head, held by tp/g ranks: every
+// rank keeps the whole weight [g·d, in] and computes that one head, so its gradient is
+// partial on each rank (only its own query heads' share) — the model lists it among its
+// partial_gradient_parameters, which the trainer sums over the tp group.
+class KeyValueParallelLinearImpl : public torch::nn::Module {
+ public:
+  KeyValueParallelLinearImpl(int64_t in_features, int64_t heads, int64_t head_dim, const TpContext& tp);
+  torch::Tensor forward(const torch::Tensor& x);  // x: as a ColumnParallelLinear's -> [.., local_heads() · d]
+  bool sharded() const { return heads_ % tp_.size() == 0; }
+  int64_t local_heads() const { return sharded() ? heads_ / tp_.size() : 1; }
+  static constexpr int kWeightShardDim = 0;  // where sharded()
+  torch::Tensor weight;
+
+ private:
+  TpContext tp_;
+  int64_t heads_, head_dim_;
+};
+TORCH_MODULE(KeyValueParallelLinear);
 
 }  // namespace quintnet::exec
 

@@ -153,11 +153,12 @@ struct ScatterSequence : torch::autograd::Function<ScatterSequence> {
 };
 
 struct SequenceParallelLinear : torch::autograd::Function<SequenceParallelLinear> {
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor weight, torch::Tensor bias,
-                               const TpContext& tp) {
+  // No bias here (LibTorch 1.13's custom functions take no undefined tensor): the
+  // caller adds it, and autograd sums its gradient.
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor weight, const TpContext& tp) {
     save(ctx, tp);
     ctx->save_for_backward({x, weight});
-    return torch::nn::functional::linear(all_gather_sequence(x, tp), weight, bias);
+    return torch::nn::functional::linear(all_gather_sequence(x, tp), weight);
   }
   static variable_list backward(AutogradContext* ctx, variable_list g) {
     const TpContext& tp = saved(ctx);
@@ -168,11 +169,10 @@ struct SequenceParallelLinear : torch::autograd::Function<SequenceParallelLinear
     const int64_t in = weight.size(1), out = weight.size(0);
     const torch::Tensor grad_2d = grad.reshape({-1, out});
     const torch::Tensor grad_weight = grad_2d.t().mm(full.reshape({-1, in}));
-    const torch::Tensor grad_bias = grad_2d.sum(0);
     // Each rank's input gradient is a partial sum over its output features: reduce, and
     // keep this rank's part of the sequence.
     const torch::Tensor grad_x = reduce_scatter(grad.matmul(weight), tp);
-    return {grad_x, grad_weight, grad_bias, torch::Tensor()};
+    return {grad_x, grad_weight, torch::Tensor()};
   }
 };
 
@@ -203,7 +203,8 @@ torch::Tensor scatter_sequence(const torch::Tensor& x, const TpContext& tp) {
 torch::Tensor sequence_parallel_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                                        const TpContext& tp) {
   if (tp.size() == 1) return torch::nn::functional::linear(x, weight, bias);
-  return SequenceParallelLinear::apply(x, weight, bias, tp);
+  const torch::Tensor y = SequenceParallelLinear::apply(x, weight, tp);
+  return bias.defined() ? y + bias : y;
 }
 
 }  // namespace quintnet::exec

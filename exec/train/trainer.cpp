@@ -155,12 +155,12 @@ torch::Tensor Trainer::gradient_norm(ParallelModel& pm, torch::Tensor& this_rank
   return total.clamp_min(0.0).sqrt();
 }
 
-void Trainer::sum_sequence_parallel_gradients(ParallelModel& pm) {
+void Trainer::sum_partial_gradients(ParallelModel& pm) {
   // One all-reduce for all of them: their gradients packed into one tensor and back.
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> grads;
   for (auto& chunk : pm.chunks)
-    for (const torch::Tensor& p : chunk.model->sequence_parallel_parameters()) grads.push_back(p.grad());
+    for (const torch::Tensor& p : chunk.model->partial_gradient_parameters()) grads.push_back(p.grad());
   if (grads.empty()) return;
   std::vector<torch::Tensor> flat;
   for (const torch::Tensor& g : grads) flat.push_back(g.reshape({-1}));
@@ -227,7 +227,7 @@ Trainer::QueuedStep Trainer::train_step(Run& r, const std::vector<torch::Tensor>
   const ActivationPeak activations(device_);
   const StepStats stats = r.runner->train_step(inputs, labels);
   q.activation_bytes = activations.bytes();
-  if (pm.tp.sequence_parallel) sum_sequence_parallel_gradients(pm);
+  if (pm.tp.size() > 1) sum_partial_gradients(pm);
   maybe_poison_gradients(comm_.rank(), step, pm);
   const auto optimizer_start = TraceRecorder::Clock::now();
   RECORD_USER_SCOPE("OPTIMIZER_STEP");  // clipping and AdamW, in a profile

@@ -110,9 +110,9 @@ class Trainer {
   // device; `this_rank_nonfinite`: whether this rank's own gradients hold a NaN or infinity.
   torch::Tensor gradient_norm(ParallelModel& pm, torch::Tensor& this_rank_nonfinite);
   void clip_gradients(ParallelModel& pm, const torch::Tensor& norm);
-  // Sequence parallelism: sums the tp ranks' partial gradients of the parameters used
-  // on their parts of the sequence (StageModel::sequence_parallel_parameters).
-  void sum_sequence_parallel_gradients(ParallelModel& pm);
+  // Sums the tp ranks' partial gradients (StageModel::partial_gradient_parameters: under
+  // sequence parallelism, and Llama's replicated key/value weights).
+  void sum_partial_gradients(ParallelModel& pm);
   void save_params(ParallelModel& pm);
 
   // Statistics (losses, counts) live on the device so NCCL can reduce them.

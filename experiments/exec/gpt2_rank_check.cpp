@@ -10,16 +10,7 @@
 //                                         the model back in Hugging Face layout.
 // The serial run (tp 1) also checks the vocabulary-parallel cross-entropy against
 // torch's cross_entropy (loss and logits' gradient) and saves both.
-//
-//   gpt2_rank_check reference FILE INPUTS OUT PP
-//                                         the Hugging Face reference test's side
-//                                         (tests/peers/hf_gpt2_reference.py): FILE written by
-//                                         transformers, INPUTS its tokens and targets
-//                                         (safetensors, stored as F32); world = PP x tp
-//                                         ranks, PP pipeline stages passing activations
-//                                         and their gradients; rank 0 writes OUT
-//                                         (safetensors): logits, loss and every gradient
-//                                         under its Hugging Face name and layout.
+// The Hugging Face reference tests run experiments/exec/hf_reference_check.cpp.
 #include <torch/torch.h>
 
 #include <cmath>
@@ -91,85 +82,6 @@ void save(const std::string& path, const std::map<std::string, torch::Tensor>& t
   archive.save_to(path);
 }
 
-// One forward and backward pass through `pp` stages of tp ranks each; rank 0 writes the
-// logits, the loss and the serial gradients in Hugging Face layout.
-int run_reference(const std::string& weights, const std::string& inputs, const std::string& out, int pp) {
-  const exec::RankEnv env = exec::read_rank_env();
-  // Two stages at most: then both hold the tied token embedding (a middle stage would not).
-  if (pp < 1 || pp > 2 || env.world_size % pp != 0)
-    throw core::UserError("reference: PP must be 1 or 2 and divide the world size");
-  const core::Mesh mesh = core::Mesh::from_axes({pp, env.world_size / pp}, {core::Axis::Pp, core::Axis::Tp});
-  exec::Communicator comm(env, mesh, core::Device::Cpu, std::chrono::seconds(60));
-  const exec::TpContext tp = mesh.size(core::Axis::Tp) > 1 ? exec::TpContext{&comm, &comm.axis(core::Axis::Tp)} : exec::TpContext{};
-  const core::ModelConfig config = tiny();
-  const int stage = mesh.coord(env.rank, core::Axis::Pp);
-  exec::Gpt2 model(config, tp, exec::StageRange{stage * config.n_layer / pp, (stage + 1) * config.n_layer / pp});
-  exec::load_hf_gpt2(model, weights);
-
-  const exec::SafetensorsFile in(inputs);
-  const torch::Tensor tokens = in.read("tokens", {3, 17}).to(torch::kLong);
-  const torch::Tensor targets = in.read("targets", {3, 17}).to(torch::kLong);
-  exec::Group& pipe = comm.axis(core::Axis::Pp);
-  torch::Tensor input = tokens;
-  if (stage > 0) {  // the previous stage's activations, as a leaf whose gradient goes back
-    input = torch::empty({3, 17, config.n_embd});
-    comm.recv(pipe, input, stage - 1, /*tag=*/0);
-    input.requires_grad_(true);
-  }
-  torch::Tensor output = model(input);
-  std::map<std::string, torch::Tensor> result;
-  if (stage + 1 < pp) {
-    torch::Tensor activation = output.detach().contiguous();
-    comm.wait(*comm.send_async(pipe, activation, stage + 1, /*tag=*/0), "activation");
-    torch::Tensor grad = torch::empty_like(activation);
-    comm.recv(pipe, grad, stage + 1, /*tag=*/1);
-    output.backward(grad);
-  } else {
-    torch::Tensor loss = model->token_loss(output, targets);
-    loss.backward();
-    result["logits"] = model->full_logits(output);
-    result["loss"] = loss.detach().reshape({1});
-    if (stage > 0) {
-      torch::Tensor grad = input.grad().contiguous();
-      comm.wait(*comm.send_async(pipe, grad, stage - 1, /*tag=*/1), "activation gradient");
-    }
-  }
-  // GPT-2 ties the head to the token embedding: with pp 2 both stages hold a copy, whose
-  // gradients add up (as PipelineRunner::sync_tied_gradients does).
-  if (pp > 1)
-    for (torch::Tensor& w : model->tied_parameters()) {
-      torch::Tensor g = w.grad();
-      comm.all_reduce_sum(pipe, g);
-    }
-  // Each stage's gradients in serial layout (gathered over tp) travel to rank 0 through
-  // the rendezvous store; rank 0 puts the stages together and names them as transformers does.
-  exec::SerialState grads = exec::gather_serial_state(*model, tp, /*gradients=*/true);
-  const std::string mine = mesh.coord(env.rank, core::Axis::Tp) == 0 ? out + ".stage" + std::to_string(stage) : "";
-  if (!mine.empty()) {
-    for (auto& [name, t] : result) grads["result." + name] = t;
-    exec::write_safetensors(mine, grads, {});
-  }
-  comm.barrier(comm.world());
-  if (env.rank != 0) return 0;
-  exec::SerialState all;
-  std::map<std::string, torch::Tensor> outputs;
-  for (int s = 0; s < pp; ++s) {
-    const exec::SafetensorsFile f(out + ".stage" + std::to_string(s));
-    for (const auto& [name, e] : f.entries()) {
-      torch::Tensor t = f.read(name, e.shape);
-      if (name.rfind("result.", 0) == 0) outputs[name.substr(7)] = t;
-      else all[name] = t;
-    }
-    std::remove((out + ".stage" + std::to_string(s)).c_str());
-  }
-  exec::SerialState hf = exec::to_hf_gpt2(all, config);
-  exec::SerialState file;
-  for (auto& [name, t] : hf) file["grad." + name] = t;
-  for (auto& [name, t] : outputs) file[name] = t;
-  exec::write_safetensors(out, file, {});
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -189,9 +101,8 @@ int main(int argc, char** argv) try {
                             {{"format", "pt"}});
     return 0;
   }
-  if (mode == "reference" && argc == 6) return run_reference(argv[2], argv[3], argv[4], std::stoi(argv[5]));
   if (mode != "run" || argc < 4) {
-    std::fprintf(stderr, "usage: gpt2_rank_check write FILE [VOCAB] | run FILE OUT [EXPORT] | reference FILE INPUTS OUT PP\n");
+    std::fprintf(stderr, "usage: gpt2_rank_check write FILE [VOCAB] | run FILE OUT [EXPORT]\n");
     return 2;
   }
   const exec::RankEnv env = exec::read_rank_env();

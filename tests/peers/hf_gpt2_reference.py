@@ -2,8 +2,9 @@
 
 transformers builds a tiny GPT2LMHeadModel from random weights (LayerNorms and biases
 perturbed, so a swapped weight and bias would show) and writes them with the
-safetensors library; QuintNet loads that file at tp 1, tp 2 and pp 2
-(experiments/exec/gpt2_rank_check.cpp `reference`, ranks started by quintnet-launch), runs
+safetensors library, its config.json beside them; QuintNet builds the model the config
+describes, loads the weights at tp 1, tp 2 and pp 2 (experiments/exec/hf_reference_check.cpp,
+ranks started by quintnet-launch), runs
 the same tokens forward and backward, and writes its logits, loss and gradients under
 the Hugging Face names.  They must agree to float32 round-off.
 
@@ -14,18 +15,21 @@ agree with transformers' on the original weights.
     run_peer.sh hf_gpt2_reference.py BIN_DIR WORK_DIR
 """
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from transformers import GPT2Config, GPT2LMHeadModel
+
+from hf_reference import Reference, finish
 
 BIN, WORK = sys.argv[1], sys.argv[2]
 os.makedirs(WORK, exist_ok=True)
 
-# gpt2_rank_check's tiny(): an odd vocabulary, so tp 2 pads its vocabulary shard.
+# An odd vocabulary, so tp 2 pads its vocabulary shard.
 config = GPT2Config(vocab_size=101, n_positions=32, n_embd=32, n_layer=2, n_head=4, n_inner=128,
                     activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                     layer_norm_epsilon=1e-5, bos_token_id=0, eos_token_id=0)
@@ -39,6 +43,8 @@ with torch.no_grad():
 weights = {k: v.detach().contiguous() for k, v in model.transformer.named_parameters()}
 weights_path = os.path.join(WORK, "hf_gpt2.safetensors")
 save_file(weights, weights_path, metadata={"format": "pt"})
+config_path = os.path.join(WORK, "config.json")
+config.to_json_file(config_path, use_diff=False)
 
 tokens = torch.randint(0, config.vocab_size, (3, 17))
 targets = torch.randint(0, config.vocab_size, (3, 17))
@@ -56,36 +62,8 @@ for name, p in model.transformer.named_parameters():
     reference["grad." + name] = p.grad  # wte's gradient includes the tied head's
 
 
-def quintnet(nproc, pp, weights_file, tag):
-    out = os.path.join(WORK, f"quintnet_{tag}.safetensors")
-    cmd = [os.path.join(BIN, "quintnet-launch"), "--nproc", str(nproc), "--",
-           os.path.join(BIN, "gpt2_rank_check"), "reference", weights_file, inputs_path, out, str(pp)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        sys.exit(f"FAIL {tag}: {' '.join(cmd)} exited {done.returncode}\n{done.stdout}{done.stderr}")
-    return load_file(out)
-
-
-def worst_error(ours):
-    """Largest difference relative to the reference tensor's largest magnitude."""
-    missing = sorted(set(reference) - set(ours))
-    if missing:
-        sys.exit(f"FAIL: QuintNet wrote no {missing}")
-    worst = ("", 0.0)
-    for name, ref in reference.items():
-        err = (ours[name] - ref).abs().max().item() / max(ref.abs().max().item(), 1e-12)
-        worst = max(worst, (name, err), key=lambda x: x[1])
-    return worst
-
-
-TOLERANCE = 1e-5
-failures = 0
-print(f"{'layout':<8} {'tensors':>7} {'worst relative error':>21}  tensor")
-for tag, nproc, pp in [("tp1", 1, 1), ("tp2", 2, 1), ("pp2", 2, 2)]:
-    name, err = worst_error(quintnet(nproc, pp, weights_path, tag))
-    ok = err < TOLERANCE
-    failures += not ok
-    print(f"{tag:<8} {len(reference):>7} {err:>21.2e}  {name}  {'ok' if ok else 'FAIL'}")
+check = Reference(BIN, WORK, config_path, inputs_path, reference)
+failures = check.check_layouts(weights_path, [("tp1", 1, 1), ("tp2", 2, 1), ("pp2", 2, 2)])
 
 # The negative control: q and k columns of h.0's c_attn swapped must be caught.
 swapped = dict(weights)
@@ -95,11 +73,5 @@ w[:, :d], w[:, d:2 * d] = weights["h.0.attn.c_attn.weight"][:, d:2 * d], weights
 swapped["h.0.attn.c_attn.weight"] = w
 swapped_path = os.path.join(WORK, "hf_gpt2_swapped_qk.safetensors")
 save_file(swapped, swapped_path, metadata={"format": "pt"})
-name, err = worst_error(quintnet(1, 1, swapped_path, "swapped"))
-caught = err >= TOLERANCE
-failures += not caught
-print(f"control: q/k swapped in h.0 -> worst relative error {err:.2e} ({name}): "
-      f"{'caught' if caught else 'NOT caught: the comparison has no teeth'}")
-
-print("PASS" if failures == 0 else f"FAIL ({failures})")
-sys.exit(1 if failures else 0)
+failures += check.check_control(swapped_path, "q/k swapped in h.0")
+finish(failures)

@@ -1,0 +1,83 @@
+"""A Llama-3-style decoder against Hugging Face transformers' LlamaForCausalLM: logits,
+loss and every gradient.
+
+transformers builds a small LlamaForCausalLM from random weights (4 layers, hidden 256,
+8 query heads sharing 2 key/value heads, SwiGLU width 512, rope_theta 500,000, untied
+head; the RMSNorm weights perturbed away from 1) and writes them with the safetensors
+library, its config.json beside them; QuintNet builds the model the config describes
+and loads the weights at tp 1, tp 2 (one key/value head per rank), tp 4 (each key/value
+head held whole by two ranks) and pp 2 (experiments/exec/hf_reference_check.cpp, ranks
+started by quintnet-launch), runs the same tokens forward and backward, and writes its
+logits, loss and gradients under the Hugging Face names.  They must agree to float32
+round-off (1e-5 of each tensor's largest magnitude).
+
+A negative control keeps the comparison honest: the same weights with the two halves
+of layer 0's k_proj rows swapped within each head (rotary positions in the interleaved
+order instead of Hugging Face's rotate_half order) must *not* agree.
+
+    run_peer.sh hf_llama_reference.py BIN_DIR WORK_DIR
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from hf_reference import Reference, finish
+
+BIN, WORK = sys.argv[1], sys.argv[2]
+os.makedirs(WORK, exist_ok=True)
+
+config = LlamaConfig(vocab_size=101, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
+                     num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=32,
+                     rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=False,
+                     attention_bias=False, mlp_bias=False, bos_token_id=0, eos_token_id=0)
+config._attn_implementation = "eager"  # the plain matmul-softmax path, not sdpa
+torch.manual_seed(0)
+model = LlamaForCausalLM(config).eval()
+with torch.no_grad():
+    for name, p in model.named_parameters():
+        if "norm" in name:
+            p.add_(torch.randn_like(p) * 0.1)
+weights = {k: v.detach().contiguous() for k, v in model.named_parameters()}
+weights_path = os.path.join(WORK, "model.safetensors")
+save_file(weights, weights_path, metadata={"format": "pt"})
+config_path = os.path.join(WORK, "config.json")
+config.to_json_file(config_path, use_diff=False)
+
+tokens = torch.randint(0, config.vocab_size, (3, 17))
+targets = torch.randint(0, config.vocab_size, (3, 17))
+targets[0, 0] = -100  # an ignored position
+inputs_path = os.path.join(WORK, "inputs.safetensors")
+save_file({"tokens": tokens.float(), "targets": targets.float()}, inputs_path)  # the reader takes floats
+
+# transformers' side: its own forward, the token cross-entropy (no shift: the targets
+# are already per position), autograd for the gradients.
+logits = model(tokens).logits
+loss = F.cross_entropy(logits.reshape(-1, config.vocab_size), targets.reshape(-1), ignore_index=-100)
+loss.backward()
+reference = {"logits": logits.detach(), "loss": loss.detach().reshape(1)}
+for name, p in model.named_parameters():
+    reference["grad." + name] = p.grad
+
+
+check = Reference(BIN, WORK, config_path, inputs_path, reference)
+failures = check.check_layouts(weights_path, [("tp1", 1, 1), ("tp2", 2, 1), ("tp4", 4, 1), ("pp2", 2, 2)])
+
+# The negative control: layer 0's keys in the interleaved rotary order must be caught.
+swapped = dict(weights)
+k = weights["model.layers.0.self_attn.k_proj.weight"]
+d = config.hidden_size // config.num_attention_heads
+heads = k.reshape(config.num_key_value_heads, d, config.hidden_size)
+interleaved = torch.stack([heads[:, : d // 2], heads[:, d // 2:]], dim=2).reshape(k.shape)
+swapped["model.layers.0.self_attn.k_proj.weight"] = interleaved.contiguous()
+control_dir = os.path.join(WORK, "control")
+os.makedirs(control_dir, exist_ok=True)
+swapped_path = os.path.join(control_dir, "model.safetensors")
+save_file(swapped, swapped_path, metadata={"format": "pt"})
+failures += check.check_control(swapped_path, "layer 0's keys in the interleaved rotary order")
+finish(failures)
