@@ -15,6 +15,7 @@
 #endif
 
 #include "core/error.h"
+#include "exec/comm/gloo_endpoint.h"
 
 namespace quintnet::exec {
 
@@ -38,14 +39,14 @@ c10::intrusive_ptr<c10d::Store> make_prefix_store(const std::string& prefix, c10
 }
 
 c10::intrusive_ptr<CommBackend> make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
-                                          std::chrono::milliseconds timeout, const std::string& hostname) {
+                                          std::chrono::milliseconds timeout, const GlooEndpoint& where) {
 #ifdef QN_HAVE_GLOO_HEADERS
   auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-  opts->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
-                                           : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+  opts->devices.push_back(where.interface.empty() ? c10d::ProcessGroupGloo::createDeviceForHostname(where.address)
+                                                  : c10d::ProcessGroupGloo::createDeviceForInterface(where.interface));
   return c10::make_intrusive<c10d::ProcessGroupGloo>(std::move(store), rank, size, opts);
 #else
-  (void)store, (void)rank, (void)size, (void)timeout, (void)hostname;
+  (void)store, (void)rank, (void)size, (void)timeout, (void)where;
   throw core::UserError("this build's PyTorch installation ships no Gloo headers, so CPU process groups are not "
                         "built in; train on CUDA (NCCL) or build against a PyTorch wheel or Debian's libtorch-dev");
 #endif

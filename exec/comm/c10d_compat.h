@@ -18,6 +18,8 @@
 
 namespace quintnet::exec {
 
+struct GlooEndpoint;
+
 #if TORCH_VERSION_MAJOR >= 2
 using CommBackend = c10d::Backend;
 #else
@@ -32,10 +34,9 @@ c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, int port
 c10::intrusive_ptr<c10d::Store> make_file_store(const std::string& path, int world_size);
 c10::intrusive_ptr<c10d::Store> make_prefix_store(const std::string& prefix, c10::intrusive_ptr<c10d::Store> store);
 
-// Gloo over TCP; `hostname` is the interface to bind ("127.0.0.1" on one node, empty
-// for Gloo's default interface on several).
+// Gloo over TCP, listening where `where` says (exec/comm/gloo_endpoint.h).
 c10::intrusive_ptr<CommBackend> make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
-                                          std::chrono::milliseconds timeout, const std::string& hostname);
+                                          std::chrono::milliseconds timeout, const GlooEndpoint& where);
 
 // Whether the backend of `device_type` ("cpu": Gloo, "cuda": NCCL) has a reduce-scatter:
 // NCCL always, Gloo from LibTorch 2 on (1.13's throws "does not support reduce_scatter").

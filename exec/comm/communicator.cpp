@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "exec/comm/gloo_endpoint.h"
 #include "exec/comm/store_backend.h"
 
 namespace quintnet::exec {
@@ -127,7 +128,7 @@ Group Communicator::build_group(const std::string& name, const std::vector<int>&
     else if (backend_ == Backend::Nccl)
       g.backend = make_nccl(store, g.rank, g.size(), timeout_);
     else
-      g.backend = make_gloo(store, g.rank, g.size(), timeout_, env_.single_node() ? "127.0.0.1" : "");
+      g.backend = make_gloo(store, g.rank, g.size(), timeout_, gloo_endpoint(env_));
   } catch (const core::UserError&) {
     throw;
   } catch (const std::exception& e) {

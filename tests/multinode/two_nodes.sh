@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Two nodes on one machine: two network namespaces joined by a veth pair (10.213.N.1 and
+# 10.213.N.2, made here and removed on exit; traffic only between them), `quintnet launch
+# --nnodes 2 --node-rank i --master-addr 10.213.N.1` in each, 2 x 4 ranks of a 2x2x2 ViT,
+# against the same plan as one node of 8 ranks.  ctest runs it (tests/multinode/
+# CMakeLists.txt); where the machine allows no network namespaces (not root, no
+# iproute2, a container without them) it exits 77, which ctest reports as skipped.
+#
+#   two_nodes.sh BIN_DIR WORK_DIR CASE
+#     equal       the two-node run's per-step losses equal the one-node run's, bit for bit
+#     kill-node   node 1's ranks killed mid-run: node 0's launcher exits non-zero within the
+#                 communication timeout, its ranks naming node 1's four as silent; no
+#                 process is left
+#     wrong-token a rank in node 1's namespace with another run's token is refused with the
+#                 one-line message, and the run (retried with the right token) trains
+set -euo pipefail
+bin="$1" work="$2" case="$3"
+mkdir -p "$work"
+
+skip() { echo "skipped: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "network namespaces need root"
+command -v ip > /dev/null || skip "no ip (iproute2)"
+
+# Names of this process's own (interface names: 15 characters at most).
+id=$(( $$ % 100000 )) net=$(( $$ % 200 + 20 ))
+ns0="qn$id-node0" ns1="qn$id-node1" veth0="qn${id}a" veth1="qn${id}b"
+addr0="10.213.$net.1" addr1="10.213.$net.2"
+cleanup() {
+  for ns in "$ns0" "$ns1"; do
+    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill -9 "$pid" 2> /dev/null || true; done
+    ip netns del "$ns" 2> /dev/null || true
+  done
+}
+trap cleanup EXIT
+ip netns add "$ns0" 2> /dev/null || skip "cannot create a network namespace (ip netns add failed)"
+ip netns add "$ns1"
+ip link add "$veth0" type veth peer name "$veth1" 2> /dev/null || skip "cannot create a veth pair"
+ip link set "$veth0" netns "$ns0"
+ip link set "$veth1" netns "$ns1"
+ip -n "$ns0" addr add "$addr0/24" dev "$veth0"
+ip -n "$ns1" addr add "$addr1/24" dev "$veth1"
+for ns in "$ns0" "$ns1"; do ip -n "$ns" link set lo up; done
+ip -n "$ns0" link set "$veth0" up
+ip -n "$ns1" link set "$veth1" up
+
+cat > "$work/plan.yaml" <<PLAN
+batch_size: 16
+grad_acc_steps: 2
+depth: 4
+hidden_dim: 32
+n_heads: 4
+mesh_dim: [2, 2, 2]
+PLAN
+train_args=(--config "$work/plan.yaml" --no-eval --quiet --threads 1 --timeout 20)
+port=$(( 29600 + $$ % 300 ))
+# node NODE NS TOKEN STEPS METRICS: one node's launcher in its namespace.
+node() {
+  ip netns exec "$2" "$bin/quintnet-launch" --nnodes 2 --node-rank "$1" --master-addr "$addr0" --master-port "$port" \
+    --token "$3" --nproc 4 -- "$bin/quintnet-train" "${train_args[@]}" --max-steps "$4" --metrics "$5"
+}
+losses() { sed -E 's/.*"step":([0-9]+).*"loss":([^,]+),.*/\1 \2/' "$1"; }
+
+case "$case" in
+  equal)
+    "$bin/quintnet-launch" --nproc 8 -- "$bin/quintnet-train" "${train_args[@]}" --max-steps 20 \
+      --metrics "$work/one_node.jsonl" > "$work/one_node.out"
+    node 1 "$ns1" secret 20 "$work/unused.jsonl" > "$work/node1.out" 2>&1 &
+    node 0 "$ns0" secret 20 "$work/two_nodes.jsonl" > "$work/node0.out" 2>&1 || { cat "$work/node0.out"; exit 1; }
+    wait $! || { cat "$work/node1.out"; exit 1; }
+    if ! diff <(losses "$work/one_node.jsonl") <(losses "$work/two_nodes.jsonl"); then
+      echo "FAIL: the two-node losses differ from the one-node run's"; exit 1
+    fi
+    echo "PASS: 2 nodes x 4 ranks over $addr0/$addr1: $(losses "$work/two_nodes.jsonl" | wc -l) steps, losses bitwise equal to 1 node x 8"
+    ;;
+  kill-node)
+    node 1 "$ns1" secret 100000 "$work/unused.jsonl" > "$work/node1.out" 2>&1 &
+    node1=$!
+    start=$(date +%s)
+    node 0 "$ns0" secret 100000 "$work/two_nodes.jsonl" > "$work/node0.out" 2>&1 &
+    node0=$!
+    # Mid-run: once a few steps are logged, every rank of node 1 dies at once.
+    for _ in $(seq 120); do [ -s "$work/two_nodes.jsonl" ] && [ "$(wc -l < "$work/two_nodes.jsonl")" -ge 3 ] && break; sleep 0.5; done
+    killed=$(date +%s)
+    for pid in $(ip netns pids "$ns1"); do kill -9 "$pid" 2> /dev/null || true; done
+    wait $node1 2> /dev/null || true
+    rc=0; wait $node0 || rc=$?
+    took=$(( $(date +%s) - killed ))
+    if [ $rc = 0 ]; then echo "FAIL: node 0 exited 0 after node 1 died"; cat "$work/node0.out"; exit 1; fi
+    if [ $took -gt 60 ]; then echo "FAIL: node 0 took $took s to exit (timeout 20 s)"; exit 1; fi
+    if [ -n "$(ip netns pids "$ns0")" ]; then echo "FAIL: processes left in node 0"; exit 1; fi
+    grep -q "quintnet launch: failed" "$work/node0.out" || { echo "FAIL: node 0 did not name the failure"; cat "$work/node0.out"; exit 1; }
+    # Node 0's ranks name node 1's four as the ones gone silent.
+    grep -q "no heartbeat.*from rank 4.*rank 5.*rank 6.*rank 7" "$work/node0.out" ||
+      { echo "FAIL: node 0 did not name node 1's ranks"; cat "$work/node0.out"; exit 1; }
+    echo "PASS: node 1 killed after $(( killed - start )) s; node 0 exited $rc within $took s: $(grep -m1 "quintnet launch: failed" "$work/node0.out")"
+    ;;
+  wrong-token)
+    node 1 "$ns1" not-the-secret 5 "$work/unused.jsonl" > "$work/node1.out" 2>&1 &
+    node1=$!
+    node 0 "$ns0" secret 5 "$work/refused.jsonl" > "$work/node0.out" 2>&1 &
+    node0=$!
+    rc1=0; wait $node1 || rc1=$?
+    kill $node0 2> /dev/null || true; wait $node0 2> /dev/null || true
+    if [ $rc1 = 0 ]; then echo "FAIL: the rank with another token was not refused"; cat "$work/node1.out"; exit 1; fi
+    grep -qi "token" "$work/node1.out" || { echo "FAIL: the refusal does not say why"; cat "$work/node1.out"; exit 1; }
+    port=$(( port + 1 ))
+    node 1 "$ns1" secret 5 "$work/unused.jsonl" > "$work/node1b.out" 2>&1 &
+    node 0 "$ns0" secret 5 "$work/retried.jsonl" > "$work/node0b.out" 2>&1 || { cat "$work/node0b.out"; exit 1; }
+    wait $! || { cat "$work/node1b.out"; exit 1; }
+    echo "PASS: another token refused ($(grep -m1 -i token "$work/node1.out")); the retried run trained $(wc -l < "$work/retried.jsonl") steps"
+    ;;
+  *) echo "unknown case '$case' (equal, kill-node, wrong-token)"; exit 2 ;;
+esac
