@@ -20,7 +20,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch
-import torch.nn.functional as F
 from safetensors.torch import save_file
 from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -40,29 +39,7 @@ with torch.no_grad():
     for name, p in model.named_parameters():
         if "ln_" in name or name.endswith(".bias"):
             p.add_(torch.randn_like(p) * 0.1)
-weights = {k: v.detach().contiguous() for k, v in model.transformer.named_parameters()}
-weights_path = os.path.join(WORK, "hf_gpt2.safetensors")
-save_file(weights, weights_path, metadata={"format": "pt"})
-config_path = os.path.join(WORK, "config.json")
-config.to_json_file(config_path, use_diff=False)
-
-tokens = torch.randint(0, config.vocab_size, (3, 17))
-targets = torch.randint(0, config.vocab_size, (3, 17))
-targets[0, 0] = -100  # an ignored position
-inputs_path = os.path.join(WORK, "inputs.safetensors")
-save_file({"tokens": tokens.float(), "targets": targets.float()}, inputs_path)  # the reader takes floats
-
-# transformers' side: its own forward, the standard token cross-entropy (no shift: the
-# targets are already per position), autograd for the gradients.
-logits = model(tokens).logits
-loss = F.cross_entropy(logits.reshape(-1, config.vocab_size), targets.reshape(-1), ignore_index=-100)
-loss.backward()
-reference = {"logits": logits.detach(), "loss": loss.detach().reshape(1)}
-for name, p in model.transformer.named_parameters():
-    reference["grad." + name] = p.grad  # wte's gradient includes the tied head's
-
-
-check = Reference(BIN, WORK, config_path, inputs_path, reference)
+check, weights, weights_path = Reference.of(BIN, WORK, model, config, dict(model.transformer.named_parameters()), "hf_gpt2.safetensors")
 failures = check.check_layouts(weights_path, [("tp1", 1, 1), ("tp2", 2, 1), ("pp2", 2, 2)])
 
 # The negative control: q and k columns of h.0's c_attn swapped must be caught.

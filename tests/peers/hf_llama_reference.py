@@ -23,7 +23,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch
-import torch.nn.functional as F
 from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -43,29 +42,7 @@ with torch.no_grad():
     for name, p in model.named_parameters():
         if "norm" in name:
             p.add_(torch.randn_like(p) * 0.1)
-weights = {k: v.detach().contiguous() for k, v in model.named_parameters()}
-weights_path = os.path.join(WORK, "model.safetensors")
-save_file(weights, weights_path, metadata={"format": "pt"})
-config_path = os.path.join(WORK, "config.json")
-config.to_json_file(config_path, use_diff=False)
-
-tokens = torch.randint(0, config.vocab_size, (3, 17))
-targets = torch.randint(0, config.vocab_size, (3, 17))
-targets[0, 0] = -100  # an ignored position
-inputs_path = os.path.join(WORK, "inputs.safetensors")
-save_file({"tokens": tokens.float(), "targets": targets.float()}, inputs_path)  # the reader takes floats
-
-# transformers' side: its own forward, the token cross-entropy (no shift: the targets
-# are already per position), autograd for the gradients.
-logits = model(tokens).logits
-loss = F.cross_entropy(logits.reshape(-1, config.vocab_size), targets.reshape(-1), ignore_index=-100)
-loss.backward()
-reference = {"logits": logits.detach(), "loss": loss.detach().reshape(1)}
-for name, p in model.named_parameters():
-    reference["grad." + name] = p.grad
-
-
-check = Reference(BIN, WORK, config_path, inputs_path, reference)
+check, weights, weights_path = Reference.of(BIN, WORK, model, config, dict(model.named_parameters()), "model.safetensors")
 failures = check.check_layouts(weights_path, [("tp1", 1, 1), ("tp2", 2, 1), ("tp4", 4, 1), ("pp2", 2, 2)])
 
 # The negative control: layer 0's keys in the interleaved rotary order must be caught.

@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 
-from safetensors.torch import load_file
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
 
 TOLERANCE = 1e-5
 
@@ -17,6 +19,30 @@ class Reference:
     def __init__(self, bin_dir, work, config_path, inputs_path, tensors):
         self.bin, self.work = bin_dir, work
         self.config_path, self.inputs_path, self.tensors = config_path, inputs_path, tensors
+
+    @classmethod
+    def of(cls, bin_dir, work, model, config, parameters, weights_name):
+        """Writes `parameters` (name -> tensor of `model`) as WORK/weights_name and the config
+        as WORK/config.json, draws tokens and targets [3, 17] (one ignored), and runs
+        transformers' forward, the token cross-entropy (no shift: the targets are already
+        per position) and autograd.  Returns the Reference, the weights and their path."""
+        weights = {k: v.detach().contiguous() for k, v in parameters.items()}
+        weights_path = os.path.join(work, weights_name)
+        save_file(weights, weights_path, metadata={"format": "pt"})
+        config_path = os.path.join(work, "config.json")
+        config.to_json_file(config_path, use_diff=False)
+        tokens = torch.randint(0, config.vocab_size, (3, 17))
+        targets = torch.randint(0, config.vocab_size, (3, 17))
+        targets[0, 0] = -100  # an ignored position
+        inputs_path = os.path.join(work, "inputs.safetensors")
+        save_file({"tokens": tokens.float(), "targets": targets.float()}, inputs_path)  # the reader takes floats
+        logits = model(tokens).logits
+        loss = F.cross_entropy(logits.reshape(-1, config.vocab_size), targets.reshape(-1), ignore_index=-100)
+        loss.backward()
+        tensors = {"logits": logits.detach(), "loss": loss.detach().reshape(1)}
+        for name, p in parameters.items():
+            tensors["grad." + name] = p.grad  # GPT-2's wte gradient includes the tied head's
+        return cls(bin_dir, work, config_path, inputs_path, tensors), weights, weights_path
 
     def quintnet(self, nproc, pp, weights_file, tag):
         out = os.path.join(self.work, f"quintnet_{tag}.safetensors")
