@@ -13,6 +13,7 @@ struct Sizes {
   double e, b, s, T, h, d, f, t, S, mask;
   double kv;  // key (and value) width per rank: g d / t, or one head d where tp exceeds g
   double Tr;  // tokens of the LayerNorm / dropout regions: T, or T / t with sequence parallelism
+  double keys;  // keys each query's scores span: s, more under context parallelism (KernelOptions::cp)
   double heads_per_rank;
   bool dropout, causal;
   bool gated, biases, rotary;  // SwiGLU; linear biases and LayerNorms (else RMSNorms); rotary positions
@@ -32,7 +33,8 @@ Sizes sizes_of(const ModelDims& m, const KernelOptions& o) {
   z.kv = std::max(static_cast<double>(m.key_value_heads()) / o.tp, 1.0) * z.d;
   z.gated = m.gated_mlp, z.biases = m.biases, z.rotary = m.inputs == Inputs::TokensRotaryPositions;
   z.heads_per_rank = static_cast<double>(m.heads) / o.tp;
-  z.S = z.b * z.heads_per_rank * z.s * z.s;
+  z.keys = o.cp == 1 ? z.s : o.set == KernelSet::Flash ? z.s * o.cp : z.s * (2 * o.cp + 1) / 4.0;
+  z.S = z.b * z.heads_per_rank * z.s * z.keys;
   z.dropout = m.dropout;
   z.mask = m.dropout ? 1.0 : 0.0;
   z.causal = m.causal;
@@ -82,10 +84,10 @@ void attention_core_forward(Builder& k, const Sizes& z, Pass pass) {
   if (z.set == KernelSet::Flash) {
     // One kernel: reads Q, K, V and writes the output; the scores stay on chip.
     const double causal = z.causal ? 0.5 : 1.0;
-    k.fused_matrix("flash attention", pass, causal * 4 * z.T * z.s * z.h / z.t, 2 * z.e * z.T * (z.h / z.t + z.kv));
+    k.fused_matrix("flash attention", pass, causal * 4 * z.T * z.keys * z.h / z.t, 2 * z.e * z.T * (z.h / z.t + z.kv));
     return;
   }
-  k.gemm("attention scores", pass, z.s, z.s, z.d, heads);
+  k.gemm("attention scores", pass, z.s, z.keys, z.d, heads);
   if (z.set == KernelSet::Fused) {
     k.memory("scale-mask-softmax", pass, 2 * z.e * z.S);
   } else {
@@ -94,7 +96,7 @@ void attention_core_forward(Builder& k, const Sizes& z, Pass pass) {
     k.memory("softmax", pass, 2 * z.e * z.S);
   }
   if (z.dropout) k.memory("attention dropout", pass, (2 * z.e + z.mask) * z.S);
-  k.gemm("attention over values", pass, z.s, z.d, z.s, heads);
+  k.gemm("attention over values", pass, z.s, z.d, z.keys, heads);
   // Heads back into one [tokens, h/t] tensor for the projection.
   k.memory("context copy", pass, 2 * z.e * z.T * z.h / z.t);
 }
@@ -152,12 +154,12 @@ void attention_core_backward(Builder& k, const Sizes& z) {
     // Recomputes the scores and computes dV, dP, dQ, dK: five products of the forward's
     // two; reads Q, K, V, the output and its gradient, writes dQ, dK, dV.
     const double causal = z.causal ? 0.5 : 1.0;
-    k.fused_matrix("flash attention backward", bi, causal * 10 * z.T * z.s * z.h / z.t, 8 * z.e * z.T * z.h / z.t);
+    k.fused_matrix("flash attention backward", bi, causal * 10 * z.T * z.keys * z.h / z.t, 8 * z.e * z.T * z.h / z.t);
     return;
   }
   k.memory("context copy backward", bi, 2 * z.e * z.T * z.h / z.t);
-  k.gemm("attention over values: probabilities gradient", bi, z.s, z.s, z.d, heads);
-  k.gemm("attention over values: values gradient", bi, z.s, z.d, z.s, heads);
+  k.gemm("attention over values: probabilities gradient", bi, z.s, z.keys, z.d, heads);
+  k.gemm("attention over values: values gradient", bi, z.keys, z.d, z.s, heads);
   if (z.dropout) k.memory("attention dropout backward", bi, (2 * z.e + z.mask) * z.S);
   if (z.set == KernelSet::Fused) {
     k.memory("scale-mask-softmax backward", bi, 3 * z.e * z.S);
@@ -166,8 +168,8 @@ void attention_core_backward(Builder& k, const Sizes& z) {
     if (z.causal) k.memory("causal mask backward", bi, 2 * z.e * z.S);
     k.memory("scale backward", bi, 2 * z.e * z.S);
   }
-  k.gemm("attention scores: queries gradient", bi, z.s, z.d, z.s, heads);
-  k.gemm("attention scores: keys gradient", bi, z.s, z.d, z.s, heads);
+  k.gemm("attention scores: queries gradient", bi, z.s, z.d, z.keys, heads);
+  k.gemm("attention scores: keys gradient", bi, z.keys, z.d, z.s, heads);
 }
 
 // Adding this microbatch's weight gradients to the buffer that holds the sum over the

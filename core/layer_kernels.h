@@ -50,6 +50,11 @@ struct Kernel {
 
 struct KernelOptions {
   int micro_batch = 1, tp = 1;
+  // Context parallelism: the model's seq is then this rank's s/cp tokens, and the
+  // attention core reads the keys the ring brings (exec/cp/ring_attention.h): FlashAttention
+  // the whole causal sequence (s keys, half of them masked); the unfused core the
+  // (2cp + 1) chunk pairs the mask leaves, each a (s/2cp)² block: (2cp + 1)/4 · s/cp keys.
+  int cp = 1;
   int microbatches = 1;  // per step: gradients are accumulated into a buffer after the first
   double bytes_per_value = 2;
   KernelSet set = KernelSet::Unfused;

@@ -14,8 +14,9 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-// tp innermost, pp outermost, any other axis in between in reverse list order
-// (so a mesh without tp/pp is plain row-major: the last axis is contiguous).
+// tp innermost, then cp (context parallelism passes key/value blocks in every layer:
+// next to tp, inside the node), pp outermost, any other axis in between in reverse list
+// order (so a mesh without tp/cp/pp is plain row-major: the last axis is contiguous).
 std::vector<int> default_order(const std::vector<std::string>& names) {
   std::vector<int> order;
   auto push_named = [&](const std::string& name) {
@@ -23,8 +24,9 @@ std::vector<int> default_order(const std::vector<std::string>& names) {
       if (names[i] == name) order.push_back(i);
   };
   push_named("tp");
+  push_named("cp");
   for (int i = static_cast<int>(names.size()) - 1; i >= 0; --i)
-    if (names[i] != "tp" && names[i] != "pp") order.push_back(i);
+    if (names[i] != "tp" && names[i] != "cp" && names[i] != "pp") order.push_back(i);
   push_named("pp");
   return order;
 }

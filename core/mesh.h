@@ -5,12 +5,14 @@
 // mesh_dim: [2, 2, 2], mesh_name: ['dp', 'tp', 'pp'].  The *order of the names*
 // does not decide which ranks are neighbours; the rank layout does:
 //
-//   rank order (innermost = contiguous ranks first): tp, then the other axes in
-//   reverse list order, with pp outermost.  For [dp, tp, pp] that is tp, dp, pp:
-//   rank = tp + TP * (dp + DP * pp)   (Megatron-LM's default "tp-dp-pp").
+//   rank order (innermost = contiguous ranks first): tp, then cp where the mesh has
+//   it, then the other axes in reverse list order, with pp outermost.  For [dp, tp, pp]
+//   that is tp, dp, pp: rank = tp + TP * (dp + DP * pp)   (Megatron-LM's default
+//   "tp-dp-pp"; with cp its "tp-cp-dp-pp").
 //
 // Why: tensor parallelism all-reduces activations in every layer, so its groups
-// must be consecutive ranks, which launchers place on one node (NVLink).  Data
+// must be consecutive ranks, which launchers place on one node (NVLink); context
+// parallelism's ring passes key/value blocks in every layer too, so it comes next.  Data
 // parallelism all-reduces gradients once a step (overlapped), pipeline parallelism
 // only sends activations between neighbouring stages: both tolerate the slower
 // inter-node fabric, pp the most.

@@ -32,6 +32,9 @@ struct ModelKind {
   std::string layers_key, heads_key, hidden_key;  // the keys of its sizes
   std::function<ModelDims(const ModelConfig&, int seq_len)> dims;  // its sizes and the cost model's view
   std::function<std::vector<Divisibility>(const ModelConfig&, int tp)> rules;  // besides heads and tp
+  // Whether its sequences may be split over a cp axis (a causal decoder whose positions
+  // are computed, not learned per absolute slot of a shard: Llama).
+  bool context_parallel = false;
   std::string key_section;  // its keys' section of docs/CONFIG.md ("Model: ViT")
   std::function<void(std::vector<PlanKey>&)> add_keys;  // declares its plan keys (core/plan_key_builders.h)
 };

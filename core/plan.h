@@ -124,6 +124,7 @@ struct Plan {
   int dp() const { return size(Axis::Dp); }
   int tp() const { return size(Axis::Tp); }
   int pp() const { return size(Axis::Pp); }
+  int cp() const { return size(Axis::Cp); }
   int microbatches() const { return grad_acc_steps; }
   int micro_batch_size() const { return batch_size / (grad_acc_steps * dp()); }
   ScheduleKind schedule_kind() const { return parse_schedule_kind(schedule); }

@@ -100,7 +100,8 @@ void add_parallel_keys(std::vector<PlanKey>& keys) {
   mesh_dim.value = [](const Plan& p) { return nlohmann::json(p.mesh_dim); };
   add(mesh_dim);
   PlanKey mesh_name = declare("mesh_name", kParallel, "list of names", option_list<Axis>(", "),
-                              "the axes' names; the rank layout is always tp-innermost");
+                              "the axes' names (cp: context parallelism, Llama only); ranks are laid out "
+                              "tp innermost, then cp, the others, pp outermost");
   mesh_name.read = [](ConfigReader& r, Plan& p) {
     std::vector<std::string> names;
     for (Axis a : p.mesh_name) names.push_back(name_of(a));

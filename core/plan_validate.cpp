@@ -42,6 +42,7 @@ class Checker {
     check_schedule();
     check_model();
     check_batch();
+    check_context_parallel();
     check_memory_options();
   }
 
@@ -49,15 +50,29 @@ class Checker {
   void check_memory_options() const {
     if (p_.sequence_parallel && p_.tp() < 2)
       fail("sequence_parallel", "true needs tensor parallelism (tp > 1); the mesh has tp = 1");
-    if (p_.sequence_parallel) {  // each tp rank holds an equal part of every sample's tokens
-      const int tokens = model_kind(p_.model.kind).dims(p_.model, p_.max_seq_length).seq;
+    if (p_.sequence_parallel) {  // each tp rank holds an equal part of its (cp part of the) tokens
+      const int tokens = model_kind(p_.model.kind).dims(p_.model, p_.max_seq_length).seq / p_.cp();
       if (tokens % p_.tp() != 0)
-        fail("sequence_parallel", "the model's " + std::to_string(tokens) + " tokens per sample do not split evenly "
+        fail("sequence_parallel", "the " + std::to_string(tokens) + " tokens per sample" +
+                                  (p_.cp() > 1 ? " on each cp rank" : std::string()) + " do not split evenly "
                                   "over tp " + std::to_string(p_.tp()) + "; choose a tp that divides them");
     }
     if (p_.zero_stage > 1)
       fail("zero_stage", std::to_string(p_.zero_stage) + " is not built (ZeRO-2/3 shard gradients and parameters too); "
                          "choose 0 or 1");
+  }
+
+  // Context parallelism: each cp rank holds 2 of the sequence's 2·cp equal chunks
+  // (chunk i and chunk 2·cp − 1 − i, so that causal attention costs every rank alike).
+  void check_context_parallel() const {
+    const int cp = p_.cp();
+    if (cp < 2) return;
+    const ModelKind& kind = model_kind(p_.model.kind);
+    if (!kind.context_parallel)
+      fail("mesh_dim", "cp = " + std::to_string(cp) + ", but " + kind.title + " has no context parallelism (only the "
+                       "llama model splits its sequences); set cp to 1");
+    divisible("max_seq_length", p_.max_seq_length, "2 x cp", 2 * cp,
+              "each cp rank holds two equal chunks of every sequence");
   }
 
   void check_mesh(std::optional<int> world_size) const {

@@ -10,7 +10,7 @@ namespace quintnet::core {
 
 RunLayout resolve_layout(const Plan& plan, std::optional<ModelDims> model) {
   RunLayout l(plan);
-  l.dp = plan.dp(), l.tp = plan.tp(), l.pp = plan.pp();
+  l.dp = plan.dp(), l.tp = plan.tp(), l.pp = plan.pp(), l.cp = plan.cp();
   l.strategy = plan.strategy();
   l.axes = strategy_axes(l.strategy);
   if (l.axes.empty()) throw ConfigError(plan.source + ": strategy_name: unknown strategy '" + l.strategy + "'");
@@ -26,6 +26,9 @@ RunLayout resolve_layout(const Plan& plan, std::optional<ModelDims> model) {
   return l;
 }
 
-bool RunLayout::uses(Axis axis) const { return std::find(axes.begin(), axes.end(), axis) != axes.end(); }
+bool RunLayout::uses(Axis axis) const {
+  if (axis == Axis::Cp) return cp > 1;
+  return std::find(axes.begin(), axes.end(), axis) != axes.end();
+}
 
 }  // namespace quintnet::core

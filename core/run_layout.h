@@ -24,7 +24,7 @@ struct RunLayout {
 
   Plan plan;  // every key as loaded: the training settings, paths, options, the model's config
   Mesh mesh;
-  int dp = 1, tp = 1, pp = 1;
+  int dp = 1, tp = 1, pp = 1, cp = 1;
   std::string strategy;     // dp, tp, pp, dp_tp, dp_pp, tp_pp or 3d (the plan's, or the mesh's)
   std::vector<Axis> axes;   // the axes the strategy parallelises over
   // Virtual stages per pipeline rank: the interleaved schedule's v where the strategy
@@ -37,7 +37,10 @@ struct RunLayout {
 
   int world_size() const { return mesh.world_size(); }
   int stage_count() const { return pp * chunks; }
-  bool uses(Axis axis) const;  // whether the strategy parallelises over `axis`
+  // Whether the strategy parallelises over `axis`; cp, whatever the strategy, where cp > 1.
+  bool uses(Axis axis) const;
+  // The ranks that hold the same weights and average their gradients: dp × cp.
+  int replicas() const { return dp * cp; }
 };
 
 // Resolves a plan that core::load_plan (or core::validate_plan, for a plan built in

@@ -4,7 +4,7 @@ namespace quintnet::core {
 
 template <>
 const std::vector<std::pair<Axis, std::string>>& option_names<Axis>() {
-  static const std::vector<std::pair<Axis, std::string>> names = {{Axis::Dp, "dp"}, {Axis::Tp, "tp"}, {Axis::Pp, "pp"}};
+  static const std::vector<std::pair<Axis, std::string>> names = {{Axis::Dp, "dp"}, {Axis::Tp, "tp"}, {Axis::Pp, "pp"}, {Axis::Cp, "cp"}};
   return names;
 }
 

@@ -11,8 +11,10 @@
 
 namespace quintnet::core {
 
-// The parallel axes of a mesh: data, tensor and pipeline parallelism.
-enum class Axis { Dp, Tp, Pp };
+// The parallel axes of a mesh: data, tensor and pipeline parallelism, and context
+// parallelism (each sample's sequence split over the cp group, attention by a ring:
+// exec/cp/ring_attention.h).  A default mesh has the first three.
+enum class Axis { Dp, Tp, Pp, Cp };
 // Where ranks compute.
 enum class Device { Cpu, Cuda };
 // fp32, or bf16: forward passes under autocast (matrix products in bfloat16), weights,
@@ -59,7 +61,7 @@ std::string option_list(const std::string& last_separator) {
   return out;
 }
 
-// The three axes, in the order a default mesh lists them.
+// The axes a default mesh lists, in its order (cp only where a plan names it).
 inline const std::vector<Axis>& all_axes() {
   static const std::vector<Axis> axes = {Axis::Dp, Axis::Tp, Axis::Pp};
   return axes;

@@ -39,11 +39,13 @@ bool TraceFlow::operator==(const TraceFlow& o) const {
 
 Json trace_to_json(const Trace& t) {
   Json events = Json::array();
+  const bool has_cp = std::any_of(t.ranks.begin(), t.ranks.end(), [](const RankCoords& c) { return c.cp > 0; });
   for (int r = 0; r < t.num_ranks(); ++r) {
     const RankCoords& c = t.ranks[r];
     events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"tid", 0},
                       {"args", {{"name", "rank " + std::to_string(r) + " (pp" + std::to_string(c.pp) + " tp" +
-                                             std::to_string(c.tp) + " dp" + std::to_string(c.dp) + ")"}}}});
+                                             std::to_string(c.tp) + " dp" + std::to_string(c.dp) +
+                                             (has_cp ? " cp" + std::to_string(c.cp) : std::string()) + ")"}}}});
     events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"tid", 0},
                       {"args", {{"sort_index", r}}}});
     for (int l = 0; l < kNumLanes; ++l)
@@ -64,7 +66,10 @@ Json trace_to_json(const Trace& t) {
                       {"pid", f.to_rank}, {"tid", static_cast<int>(f.to_lane)}, {"ts", f.to_ts_us}});
   }
   Json ranks = Json::array();
-  for (const RankCoords& c : t.ranks) ranks.push_back({{"dp", c.dp}, {"tp", c.tp}, {"pp", c.pp}});
+  for (const RankCoords& c : t.ranks) {
+    ranks.push_back({{"dp", c.dp}, {"tp", c.tp}, {"pp", c.pp}});
+    if (has_cp) ranks.back()["cp"] = c.cp;
+  }
   return {{"traceEvents", std::move(events)},
           {"displayTimeUnit", "ms"},
           {"otherData",
@@ -140,7 +145,8 @@ void TraceAssembler::other_data(const Json& od) {
     for (size_t i = 0; i < rs.size(); ++i) {
       EventReader r(rs[i], origin_ + ": otherData.ranks[" + std::to_string(i) + "]");
       if (!rs[i].is_object()) r.fail("dp", "an object {dp, tp, pp}");
-      t_.ranks.push_back({r.integer("dp", 0, kMaxRanks), r.integer("tp", 0, kMaxRanks), r.integer("pp", 0, kMaxRanks)});
+      t_.ranks.push_back({r.integer("dp", 0, kMaxRanks), r.integer("tp", 0, kMaxRanks), r.integer("pp", 0, kMaxRanks),
+                          rs[i].contains("cp") ? r.integer("cp", 0, kMaxRanks) : 0});
     }
   }
 }

@@ -58,9 +58,10 @@ struct TraceFlow {
 };
 
 // Mesh coordinates of a rank, shown in lane labels and stored in every event's args.
+// cp (context parallelism) is written only by traces of meshes that have it.
 struct RankCoords {
-  int dp = 0, tp = 0, pp = 0;
-  bool operator==(const RankCoords& o) const { return dp == o.dp && tp == o.tp && pp == o.pp; }
+  int dp = 0, tp = 0, pp = 0, cp = 0;
+  bool operator==(const RankCoords& o) const { return dp == o.dp && tp == o.tp && pp == o.pp && cp == o.cp; }
 };
 
 struct Trace {

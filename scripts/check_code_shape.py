@@ -29,7 +29,7 @@ EXEC_FLOORS = [
     {"launch", "text", "kernels"},
     {"comm", "data", "trace"},
     {"precision"},
-    {"tp"},
+    {"tp", "cp"},
     {"models"},
     {"dp"},
     {"parallel"},

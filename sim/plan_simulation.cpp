@@ -82,6 +82,11 @@ nlohmann::ordered_json simulation_summary(const StepCosts& costs, const Platform
   }
   j["compute_fraction"] = world > 0 && step > 0 ? busy / (world * step) : 0.0;
   j["exposed_comm_fraction"] = world > 0 && step > 0 ? comm / (world * step) : 0.0;
+  if (costs.cp > 1) {  // the ring's hops beyond the attention they overlap, on the slowest pipeline rank
+    const double per_microbatch = *std::max_element(costs.cp_ring_exposed_s.begin(), costs.cp_ring_exposed_s.end());
+    j["cp"] = costs.cp;
+    j["cp_ring_exposed_s"] = per_microbatch * costs.schedule.microbatches;
+  }
   j["ranks"] = world;
   j["events"] = static_cast<long long>(r.trace.events.size()) * r.replicas;  // of the whole step
   j["estimated_events"] = estimate_simulation(costs, false).events;

@@ -17,6 +17,10 @@ core::Plan plan_of(const PlanQuery& q, const Candidate& c) {
   p.batch_size = q.global_batch;
   p.grad_acc_steps = c.microbatches;
   p.mesh_dim = {c.dp, c.tp, c.pp};
+  if (c.cp > 1) {  // a fourth axis only where it is used: cp 1 plans stay the 3-D ones
+    p.mesh_dim = {c.dp, c.cp, c.tp, c.pp};
+    p.mesh_name = {core::Axis::Dp, core::Axis::Cp, core::Axis::Tp, core::Axis::Pp};
+  }
   p.schedule = core::schedule_kind_name(c.schedule);
   p.virtual_stages = c.chunks;
   p.device_type = core::Device::Cuda;
@@ -47,14 +51,15 @@ double analytic_step(const StepCosts& s, const Candidate& c, const Platform& pla
   costs.backward_input = *std::max_element(s.backward_input_s.begin(), s.backward_input_s.end()) +
                          c.chunks * (s.tp_allreduces_per_op + s.tp_allreduces_recompute) * tp_ring;
   costs.backward_weight = *std::max_element(s.backward_weight_s.begin(), s.backward_weight_s.end());
-  const bool pp_crosses_nodes = c.tp * c.dp >= platform.gpus_per_node;
+  const int replicas = c.dp * c.cp;  // the gradient all-reduce's ranks
+  const bool pp_crosses_nodes = c.tp * replicas >= platform.gpus_per_node;
   costs.p2p = pp_crosses_nodes ? platform.intra_latency + platform.inter_latency + s.p2p_bytes / platform.nic_link_bandwidth()
                                : platform.intra_latency + s.p2p_bytes / platform.intra_link_bandwidth();
-  const bool dp_crosses_nodes = c.tp * c.dp > platform.gpus_per_node;
+  const bool dp_crosses_nodes = c.tp * replicas > platform.gpus_per_node;
   const double dp_bandwidth = dp_crosses_nodes ? platform.nic_link_bandwidth() : platform.intra_link_bandwidth();
   const double dp_latency = dp_crosses_nodes ? platform.inter_latency + platform.intra_latency : platform.intra_latency;
   const double grads = *std::max_element(s.dp_grad_bytes.begin(), s.dp_grad_bytes.end());
-  return core::simulate_schedule(s.schedule, costs).step_time + ring_time(grads, c.dp, dp_latency, dp_bandwidth) +
+  return core::simulate_schedule(s.schedule, costs).step_time + ring_time(grads, replicas, dp_latency, dp_bandwidth) +
          s.optimizer_s;
 }
 
@@ -71,7 +76,7 @@ Candidate best_memory_options(const PlanQuery& q, const Candidate& base, const P
     bool found = false;
     for (bool sp : q.sequence_parallel)
       for (int zero : q.zero_stage) {
-        if ((sp && base.tp < 2) || (zero > 0 && base.dp < 2)) continue;
+        if ((sp && base.tp < 2) || (zero > 0 && base.dp * base.cp < 2)) continue;
         Candidate c = base;
         c.recompute = recompute, c.sequence_parallel = sp, c.zero_stage = zero;
         const StepCosts s = candidate_step_costs(q, c, platform);
@@ -95,8 +100,9 @@ Candidate best_memory_options(const PlanQuery& q, const Candidate& base, const P
 
 std::string Candidate::layout() const {
   char s[128];
-  std::snprintf(s, sizeof(s), "dp %d x tp %d x pp %d, micro %d x %d, %s%s", dp, tp, pp, micro_batch, microbatches,
-                core::schedule_kind_name(schedule), chunks > 1 ? (" v" + std::to_string(chunks)).c_str() : "");
+  const std::string cp_axis = cp > 1 ? " x cp " + std::to_string(cp) : "";
+  std::snprintf(s, sizeof(s), "dp %d%s x tp %d x pp %d, micro %d x %d, %s%s", dp, cp_axis.c_str(), tp, pp, micro_batch,
+                microbatches, core::schedule_kind_name(schedule), chunks > 1 ? (" v" + std::to_string(chunks)).c_str() : "");
   std::string out = s;
   if (recompute != core::Recompute::None) out += ", recompute " + core::name_of(recompute);
   if (sequence_parallel) out += ", SP";
@@ -113,35 +119,43 @@ std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& pla
   if (q.gpus > platform.gpus())
     throw core::UserError("--gpus " + std::to_string(q.gpus) + ": the platform has " + std::to_string(platform.gpus()) +
                           (platform.xml_file.empty() ? " (use --nodes)" : " (the hosts of " + platform.xml_file + ")"));
+  // Context parallelism for the models that have it (rotary positions: the Llama family),
+  // while each rank's chunks keep at least 512 tokens.
+  const int seq = q.seq > 0 ? q.seq : dims.seq;
+  std::vector<int> cps = {1};
+  if (dims.inputs == core::Inputs::TokensRotaryPositions)
+    for (int cp = 2; seq % (2 * cp) == 0 && seq / (2 * cp) >= 512; cp *= 2) cps.push_back(cp);
   std::vector<Candidate> out;
-  for (int tp = 1; tp <= q.gpus; tp *= 2)
-    for (int pp = 1; tp * pp <= q.gpus; ++pp) {
-      if (q.gpus % (tp * pp) != 0) continue;
-      const int dp = q.gpus / (tp * pp);
-      for (int b : q.micro_batches)
-        for (core::ScheduleKind schedule : q.schedules) {
-          using core::ScheduleKind;
-          Candidate c;
-          c.dp = dp, c.tp = tp, c.pp = pp, c.micro_batch = b, c.schedule = schedule;
-          c.chunks = schedule == ScheduleKind::Interleaved ? 2 : 1;
-          if (schedule != ScheduleKind::OneFOneB && pp == 1) continue;  // one pipeline rank: 1F1B is all of them
-          if (tp > platform.gpus_per_node) c.rejected = "tp larger than a node's GPUs (tensor parallelism needs NVLink)";
-          else if (dims.heads % tp != 0) c.rejected = "tp does not divide the attention heads";
-          else if (dims.layers < pp * c.chunks) c.rejected = "fewer layers than pipeline stages";
-          else if (q.global_batch % (dp * b) != 0) c.rejected = "global batch not divisible by dp x micro-batch";
-          if (!c.rejected.empty()) {
-            out.push_back(c);
-            continue;
+  for (int cp : cps) {
+    for (int tp = 1; tp <= q.gpus; tp *= 2)
+      for (int pp = 1; tp * pp * cp <= q.gpus; ++pp) {
+        if (q.gpus % (tp * pp * cp) != 0) continue;
+        const int dp = q.gpus / (tp * pp * cp);
+        for (int b : q.micro_batches)
+          for (core::ScheduleKind schedule : q.schedules) {
+            using core::ScheduleKind;
+            Candidate c;
+            c.dp = dp, c.tp = tp, c.pp = pp, c.cp = cp, c.micro_batch = b, c.schedule = schedule;
+            c.chunks = schedule == ScheduleKind::Interleaved ? 2 : 1;
+            if (schedule != ScheduleKind::OneFOneB && pp == 1) continue;  // one pipeline rank: 1F1B is all of them
+            if (tp > platform.gpus_per_node) c.rejected = "tp larger than a node's GPUs (tensor parallelism needs NVLink)";
+            else if (dims.heads % tp != 0) c.rejected = "tp does not divide the attention heads";
+            else if (dims.layers < pp * c.chunks) c.rejected = "fewer layers than pipeline stages";
+            else if (q.global_batch % (dp * b) != 0) c.rejected = "global batch not divisible by dp x micro-batch";
+            if (!c.rejected.empty()) {
+              out.push_back(c);
+              continue;
+            }
+            c.microbatches = q.global_batch / (dp * b);
+            if (schedule == ScheduleKind::Interleaved && c.microbatches < pp) {
+              c.rejected = "interleaved needs at least pp microbatches";
+              out.push_back(c);
+              continue;
+            }
+            out.push_back(best_memory_options(q, c, platform));
           }
-          c.microbatches = q.global_batch / (dp * b);
-          if (schedule == ScheduleKind::Interleaved && c.microbatches < pp) {
-            c.rejected = "interleaved needs at least pp microbatches";
-            out.push_back(c);
-            continue;
-          }
-          out.push_back(best_memory_options(q, c, platform));
-        }
-    }
+      }
+  }
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     if (a.rejected.empty() != b.rejected.empty()) return a.rejected.empty();
     return a.rejected.empty() && a.analytic_step_s < b.analytic_step_s;

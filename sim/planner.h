@@ -29,7 +29,7 @@ struct PlanQuery {
 };
 
 struct Candidate {
-  int dp = 1, tp = 1, pp = 1, micro_batch = 1, microbatches = 1, chunks = 1;
+  int dp = 1, tp = 1, pp = 1, cp = 1, micro_batch = 1, microbatches = 1, chunks = 1;
   core::ScheduleKind schedule = core::ScheduleKind::OneFOneB;
   core::Recompute recompute = core::Recompute::None;
   bool sequence_parallel = false;

@@ -105,6 +105,9 @@ void print_summary(const std::string& what, const sim::StepCosts& costs, const s
   }
   std::printf("  time per rank    compute %.1f%%, exposed communication %.1f%%, idle %.1f%%\n", 100 * compute,
               100 * comm, 100 * (1 - compute - comm));
+  if (summary.contains("cp_ring_exposed_s"))
+    std::printf("  context parallel cp %d: ring attention's hops beyond the attention they overlap %.4g s per step"
+                " (in compute)\n", summary["cp"].get<int>(), summary["cp_ring_exposed_s"].get<double>());
   std::printf("  (%zu events simulated in %.2f s wall", r.trace.events.size(), wall);
   if (r.replicas > 1)
     std::printf("; one of %d identical data-parallel replicas simulated, --exact simulates all", r.replicas);

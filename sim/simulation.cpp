@@ -125,8 +125,12 @@ void collect_result(SimStep& step, const core::Mesh& mesh, int replicas, SimResu
   core::Trace& t = step.recorder.trace;
   t.source = "sim";
   const int world = mesh.world_size();
-  for (int r = 0; r < world; ++r)
-    t.ranks.push_back({mesh.coord(r, core::Axis::Dp), mesh.coord(r, core::Axis::Tp), mesh.coord(r, core::Axis::Pp)});
+  // The simulated dp axis holds the dp × cp replicas, cp innermost (the mesh's tp-cp-dp-pp).
+  const int cp = step.costs.cp;
+  for (int r = 0; r < world; ++r) {
+    const int replica = mesh.coord(r, core::Axis::Dp);
+    t.ranks.push_back({replica / cp, mesh.coord(r, core::Axis::Tp), mesh.coord(r, core::Axis::Pp), replica % cp});
+  }
   for (const auto& e : t.events) result.step_time_s = std::max(result.step_time_s, e.end_us() / 1e6);
   result.bubble_fraction = core::measured_bubble_fraction(t);
   result.trace = std::move(t);

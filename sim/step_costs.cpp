@@ -21,6 +21,7 @@ core::KernelOptions kernel_options_of(const core::RunLayout& l, double bytes_per
   core::KernelOptions o;
   o.micro_batch = l.micro_batch_size;
   o.tp = l.tp;
+  o.cp = l.cp;
   o.microbatches = l.microbatches;
   o.bytes_per_value = bytes_per_value;
   o.set = l.plan.kernels;
@@ -62,11 +63,45 @@ core::RunLayout simulated_layout(const core::Plan& plan, const std::string& mode
   core::ModelDims dims = model_override.empty()
                             ? core::model_dims(plan.model, seq_len > 0 ? seq_len : plan.max_seq_length)
                             : core::model_dims(model_override);
-  if (seq_len > 0 && dims.inputs == core::Inputs::Tokens) dims.seq = seq_len;  // an image fixes its own
+  if (seq_len > 0 && dims.inputs != core::Inputs::ImagePatches) dims.seq = seq_len;  // an image fixes its own
   return core::resolve_layout(plan, dims);
 }
 
 namespace {
+
+// The attention core's kernels (scores, softmax and its parts, attention over values,
+// FlashAttention): what a ring step of context parallelism overlaps.
+bool attention_core_kernel(const core::Kernel& k) {
+  for (const char* prefix : {"flash attention", "attention", "scale", "softmax", "causal mask"})
+    if (k.name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+// One layer's ring attention on a cp rank, per microbatch: the seconds its hops take
+// beyond the attention they overlap.  The forward passes the key/value block cp − 1
+// times; the backward cp times with its gradients (twice the bytes).  Each hop runs
+// beside one ring step's attention (1/cp of the layer's); the ring is as slow as its
+// slowest hop, which leaves the node once tp × cp exceeds it.
+struct RingExposure {
+  double forward_s = 0, backward_s = 0;
+};
+RingExposure ring_exposure(const core::RunLayout& l, const core::ModelDims& local, const Platform& p, double bytes) {
+  if (l.cp == 1) return {};
+  core::KernelOptions o = kernel_options_of(l, bytes);
+  o.memory = {};  // the attention as computed the first time
+  std::vector<core::Kernel> core_kernels;
+  for (const core::Kernel& k : core::layer_kernels(local, o))
+    if (attention_core_kernel(k)) core_kernels.push_back(k);
+  const double attention_forward = pass_seconds(core_kernels, core::Pass::Forward, p) / l.cp;
+  const double attention_backward = pass_seconds(core_kernels, core::Pass::BackwardInput, p) / l.cp;
+  const double kv_width = std::max(static_cast<double>(local.key_value_heads()) / l.tp, 1.0) * local.hidden / local.heads;
+  const double block = 2.0 * l.micro_batch_size * local.seq * kv_width * bytes;  // K and V
+  const bool inside = l.tp * l.cp <= p.gpus_per_node;
+  const double bandwidth = inside ? p.intra_bandwidth * p.intra_efficiency : p.nic_bandwidth * p.nic_efficiency;
+  const double latency = inside ? p.intra_latency : p.inter_latency;
+  auto hop = [&](double b) { return latency + b / bandwidth; };
+  return {(l.cp - 1) * std::max(0.0, hop(block) - attention_forward), l.cp * std::max(0.0, hop(2 * block) - attention_backward)};
+}
 
 // One pipeline rank's share: its ops' times, its optimizer, its gradients and memory.
 void add_pipeline_rank(StepCosts& s, const core::RunLayout& l, int r, const core::ScheduleStats& shape,
@@ -75,13 +110,16 @@ void add_pipeline_rank(StepCosts& s, const core::RunLayout& l, int r, const core
   const core::MemoryOptions options = core::MemoryOptions::of(l.plan);
   const core::KernelOptions kernel_options = kernel_options_of(l, bytes);
   const bool full_recompute = options.recompute == core::Recompute::Full;
+  // What one rank computes: under context parallelism its s/cp tokens of every sample.
+  core::ModelDims local = l.model;
+  local.seq /= l.cp;
   RankWork work;
   double params = 0, activations = 0, working = 0;
   for (int c = 0; c < l.chunks; ++c) {
     const core::LayerRange& range = l.stages[c * l.pp + r];
     const core::StageCost cost =
-        core::stage_cost(l.model, range.first, range.end, l.micro_batch_size, l.tp, bytes, options);
-    const auto stage_kernels = core::stage_kernels(l.model, range.first, range.end, kernel_options);
+        core::stage_cost(local, range.first, range.end, l.micro_batch_size, l.tp, bytes, options);
+    const auto stage_kernels = core::stage_kernels(local, range.first, range.end, kernel_options);
     work.kernels.insert(work.kernels.end(), stage_kernels.begin(), stage_kernels.end());
     work.forward_flops += cost.forward_flops;
     work.recompute_flops += cost.recompute_flops;
@@ -94,8 +132,15 @@ void add_pipeline_rank(StepCosts& s, const core::RunLayout& l, int r, const core
     s.tp_allreduces_per_op = cost.tp_allreduces_forward;  // per F (and per B) of one chunk
     s.tp_allreduces_recompute = full_recompute ? cost.tp_allreduces_forward : 0;
   }
+  const double layers = work.layers;
   if (calibration) push_calibrated_op_times(s, work, *calibration, l.world_size(), full_recompute);
   else push_roofline_op_times(s, std::move(work), platform);
+  // The ring's exposed hops, in every layer of the rank's ops (again in the backward's
+  // recomputed forward under full recomputation).
+  const RingExposure ring = ring_exposure(l, local, platform, bytes);
+  s.forward_s.back() += layers * ring.forward_s;
+  s.backward_input_s.back() += layers * (ring.backward_s + (full_recompute ? ring.forward_s : 0.0));
+  s.cp_ring_exposed_s.push_back(layers * (ring.forward_s + ring.backward_s + (full_recompute ? ring.forward_s : 0.0)));
   // The optimizer updates the rank's parameters (with ZeRO-1 its 1/dp of them): a
   // memory-bound kernel, free on a platform without a memory bandwidth.
   const double updated = params / (l.plan.zero_stage >= 1 ? s.dp : 1);
@@ -125,7 +170,8 @@ StepCosts make_step_costs(const core::RunLayout& l, const Platform& platform, co
   StepCosts s;
   s.model = l.model.name;
   s.tp = l.tp;
-  s.dp = l.dp;
+  s.dp = l.replicas();
+  s.cp = l.cp;
   s.schedule = l.schedule;
   s.zero_stage = l.plan.zero_stage;
   s.step_end_collectives = true;

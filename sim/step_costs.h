@@ -19,7 +19,15 @@ namespace quintnet::sim {
 
 struct StepCosts {
   core::Schedule schedule;
+  // dp: the ranks that average gradients — dp × cp under context parallelism (cp ranks
+  // hold the same weights); the simulated mesh's dp axis stands for both.
   int tp = 1, dp = 1;
+  // Context parallelism: each rank computes s/cp tokens of every sample (its op times
+  // above) and its ring attention passes key/value blocks to the next cp rank in every
+  // layer, overlapped with the attention of the block before.  What the ring takes beyond
+  // that attention is in the op times too, and here per microbatch and pipeline rank.
+  int cp = 1;
+  std::vector<double> cp_ring_exposed_s;  // per pipeline rank: forward + backward of one microbatch
   // Seconds of one pipeline rank's whole share of the model per microbatch (a chunk
   // costs 1/chunks of it), per pipeline rank; B costs backward_input + backward_weight.
   std::vector<double> forward_s, backward_input_s, backward_weight_s;

@@ -89,6 +89,7 @@ ModelKind llama_model_kind() {
     return d;
   };
   k.rules = rules;
+  k.context_parallel = true;
   return k;
 }
 

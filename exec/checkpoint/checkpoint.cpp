@@ -104,6 +104,7 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
   info.dp = mesh.coord(rank, core::Axis::Dp);
   info.tp = mesh.coord(rank, core::Axis::Tp);
   info.pp = mesh.coord(rank, core::Axis::Pp);
+  info.cp = mesh.coord(rank, core::Axis::Cp);
   info.file = shard_file(rank);
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
     FlatParameters& flat = *pm.chunks[c].flat;
@@ -134,6 +135,7 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
     m.dp = mesh.size(core::Axis::Dp);
     m.tp = mesh.size(core::Axis::Tp);
     m.pp = mesh.size(core::Axis::Pp);
+    m.cp = mesh.size(core::Axis::Cp);
     m.chunks = static_cast<int>(pm.chunks.size());
     m.tp_shard_dims.clear();
     m.shards.clear();
@@ -188,6 +190,7 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
 
   const core::Mesh& mesh = comm.mesh();
   const bool same_layout = m.dp == mesh.size(core::Axis::Dp) && m.tp == mesh.size(core::Axis::Tp) && m.pp == mesh.size(core::Axis::Pp) &&
+                           m.cp == mesh.size(core::Axis::Cp) &&
                            m.chunks == static_cast<int>(pm.chunks.size());
   torch::NoGradGuard no_grad;
   for (size_t c = 0; c < pm.chunks.size(); ++c) {

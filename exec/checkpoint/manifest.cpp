@@ -24,15 +24,19 @@ std::string step_dir_name(long step) {
 }
 
 Json shard_to_json(const ShardInfo& s) {
-  return {{"rank", s.rank}, {"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}, {"file", s.file}, {"bytes", s.bytes},
+  return {{"rank", s.rank}, {"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp}, {"file", s.file}, {"bytes", s.bytes},
           {"tensors", s.tensors}};
 }
 
 ShardInfo shard_from_json(const Json& j) {
-  return ShardInfo{j.at("rank").get<int>(),         j.at("dp").get<int>(),
-                   j.at("tp").get<int>(),           j.at("pp").get<int>(),
-                   j.at("file").get<std::string>(), j.at("bytes").get<long long>(),
-                   j.at("tensors").get<std::vector<std::string>>()};
+  ShardInfo s;
+  s.rank = j.at("rank").get<int>();
+  s.dp = j.at("dp").get<int>(), s.tp = j.at("tp").get<int>(), s.pp = j.at("pp").get<int>();
+  s.cp = j.value("cp", 0);
+  s.file = j.at("file").get<std::string>();
+  s.bytes = j.at("bytes").get<long long>();
+  s.tensors = j.at("tensors").get<std::vector<std::string>>();
+  return s;
 }
 
 Json manifest_to_json(const Manifest& m) {
@@ -45,7 +49,7 @@ Json manifest_to_json(const Manifest& m) {
           {"best_val_loss", m.best_val_loss},
           {"epochs_without_improvement", m.epochs_without_improvement},
           {"epoch_stats", m.epoch_stats},
-          {"mesh", {{"dp", m.dp}, {"tp", m.tp}, {"pp", m.pp}, {"chunks", m.chunks}}},
+          {"mesh", {{"dp", m.dp}, {"tp", m.tp}, {"pp", m.pp}, {"cp", m.cp}, {"chunks", m.chunks}}},
           {"tp_shard_dims", m.tp_shard_dims},
           {"plan", m.plan},
           {"shards", shards}};
@@ -78,6 +82,7 @@ Manifest read_manifest(const std::string& checkpoint_dir) {
     m.dp = mesh.at("dp").get<int>();
     m.tp = mesh.at("tp").get<int>();
     m.pp = mesh.at("pp").get<int>();
+    m.cp = mesh.value("cp", 1);
     m.chunks = mesh.at("chunks").get<int>();
     field = "tp_shard_dims";
     m.tp_shard_dims = j.at("tp_shard_dims").get<std::map<std::string, int>>();
@@ -85,7 +90,7 @@ Manifest read_manifest(const std::string& checkpoint_dir) {
     m.plan = j.at("plan");
     field = "shards";
     for (const Json& s : j.at("shards")) m.shards.push_back(shard_from_json(s));
-    if (m.shards.size() != static_cast<size_t>(m.dp * m.tp * m.pp)) throw core::UserError("");
+    if (m.shards.size() != static_cast<size_t>(m.dp * m.tp * m.pp * m.cp)) throw core::UserError("");
   } catch (const std::exception& e) {
     throw core::UserError(path + ": malformed manifest at '" + field + "'" +
                           (std::string(e.what()).empty() ? "" : " (" + std::string(e.what()) + ")"));

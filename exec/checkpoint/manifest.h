@@ -20,7 +20,7 @@ namespace quintnet::exec {
 
 struct ShardInfo {
   int rank = 0;
-  int dp = 0, tp = 0, pp = 0;  // mesh coordinates of the rank that wrote it
+  int dp = 0, tp = 0, pp = 0, cp = 0;  // mesh coordinates of the rank that wrote it
   std::string file;            // relative to the checkpoint directory
   long long bytes = 0;         // size on disk, checked before loading (truncation)
   std::vector<std::string> tensors;  // serial parameter names it holds a (tp-)shard of
@@ -31,10 +31,10 @@ struct Manifest {
   long total_steps = 0;  // the run's planned steps (the learning-rate schedule's length)
   double best_val_loss = 1e300;
   int epochs_without_improvement = 0;
-  // The current epoch so far, summed over the dp group: loss x samples, correct, samples.
+  // The current epoch so far, summed over the replicas (dp × cp): loss x samples, correct, samples.
   std::array<double, 3> epoch_stats{};
   nlohmann::json plan;  // core::Plan::to_json() of the run
-  int dp = 1, tp = 1, pp = 1, chunks = 1;
+  int dp = 1, tp = 1, pp = 1, cp = 1, chunks = 1;  // cp: absent from manifests before it, 1
   std::map<std::string, int> tp_shard_dims;  // parameter name -> dim tp splits (absent: replicated)
   std::vector<ShardInfo> shards;
 };

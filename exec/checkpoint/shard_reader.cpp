@@ -35,7 +35,7 @@ const TensorMap& ShardReader::shard(int rank) {
 
 const ShardInfo& ShardReader::holder(const std::string& name, int tp) const {
   for (const ShardInfo& s : manifest_.shards)
-    if (s.dp == 0 && s.tp == tp && std::find(s.tensors.begin(), s.tensors.end(), name) != s.tensors.end()) return s;
+    if (s.dp == 0 && s.cp == 0 && s.tp == tp && std::find(s.tensors.begin(), s.tensors.end(), name) != s.tensors.end()) return s;
   throw core::UserError(dir_ + ": no shard of the checkpoint holds '" + name + "' (tp rank " + std::to_string(tp) +
                         ")");
 }
@@ -79,7 +79,7 @@ torch::Tensor ShardReader::serial(const std::string& kind, const std::string& na
 std::vector<std::string> ShardReader::parameter_names() const {
   std::vector<std::string> names;
   for (const ShardInfo& s : manifest_.shards)
-    if (s.dp == 0 && s.tp == 0) names.insert(names.end(), s.tensors.begin(), s.tensors.end());
+    if (s.dp == 0 && s.cp == 0 && s.tp == 0) names.insert(names.end(), s.tensors.begin(), s.tensors.end());
   return names;
 }
 

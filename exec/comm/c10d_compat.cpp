@@ -14,6 +14,10 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <future>
+#include <memory>
+#include <thread>
+
 #include "core/error.h"
 #include "exec/comm/gloo_endpoint.h"
 
@@ -27,7 +31,28 @@ c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, int port
   opts.numWorkers = static_cast<std::size_t>(world_size);
   opts.waitWorkers = true;
   opts.timeout = timeout;
-  return c10::make_intrusive<c10d::TCPStore>(host, opts);
+  // LibTorch 1.13's client reads the server's replies with no timeout of its own: on a port
+  // where something other than rank 0's store listens (the master's port taken by another
+  // program, or a wrong --master-port), the constructor would wait forever.  It runs on a
+  // thread of its own, given the timeout (and a margin for the store's own); past it this
+  // rank gives up with the reason.  The thread, blocked in a read, stays behind: the
+  // process then exits with the error.
+  using Result = c10::intrusive_ptr<c10d::Store>;
+  auto made = std::make_shared<std::promise<Result>>();
+  std::future<Result> store = made->get_future();
+  std::thread([host, opts, made] {
+    try {
+      made->set_value(c10::make_intrusive<c10d::TCPStore>(host, opts));
+    } catch (...) {
+      made->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (store.wait_for(timeout + std::chrono::seconds(5)) == std::future_status::timeout)
+    throw std::runtime_error("something listens at " + host + ":" + std::to_string(port) +
+                             " but no rendezvous store answered within " +
+                             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) +
+                             " s (another program holds the master's port, or the address or port is wrong)");
+  return store.get();
 }
 
 c10::intrusive_ptr<c10d::Store> make_file_store(const std::string& path, int world_size) {

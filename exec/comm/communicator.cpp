@@ -54,6 +54,7 @@ Communicator::Communicator(const RankEnv& env, const core::Mesh& mesh, core::Dev
   for (int r = 0; r < env.world_size; ++r) all[r] = r;
   world_ = build_group("world", all);
   for (core::Axis a : {core::Axis::Tp, core::Axis::Dp, core::Axis::Pp}) axis(a);
+  if (mesh_.size(core::Axis::Cp) > 1) axis(core::Axis::Cp), replicas();
 }
 
 void Communicator::connect_store() {
@@ -145,6 +146,10 @@ Group& Communicator::axes(const std::vector<core::Axis>& axes) {
   if (it != groups_.end()) return it->second;
   std::vector<int> ranks = axes.size() == 1 ? mesh_.group(env_.rank, axes[0]) : mesh_.group(env_.rank, axes);
   return groups_.emplace(key, build_group(key, ranks)).first->second;
+}
+
+Group& Communicator::replicas() {
+  return mesh_.size(core::Axis::Cp) > 1 ? axes({core::Axis::Dp, core::Axis::Cp}) : axis(core::Axis::Dp);
 }
 
 void Communicator::wait(c10d::Work& work, const std::string& what) {

@@ -61,6 +61,9 @@ class Communicator {
   void set_step(std::int64_t step);
   Group& axis(core::Axis axis);
   Group& axes(const std::vector<core::Axis>& axes);  // e.g. {Axis::Tp, Axis::Pp}
+  // The ranks that hold this rank's weights and average their gradients: the dp group,
+  // or dp × cp where the mesh has a cp axis (each cp rank saw its part of the same samples).
+  Group& replicas();
 
   // Collectives; each waits and turns a c10d failure into CommError naming the group.
   void all_reduce_sum(Group& g, torch::Tensor& t);

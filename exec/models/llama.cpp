@@ -1,6 +1,7 @@
 #include "exec/models/llama.h"
 
 #include "core/error.h"
+#include "exec/cp/ring_attention.h"
 #include "exec/models/attention.h"
 #include "exec/models/recompute.h"
 #include "exec/models/registry.h"
@@ -18,12 +19,17 @@ torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
 }
 
 torch::Tensor apply_rotary(const torch::Tensor& x, double theta, int64_t first_position) {
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(x.device());
+  return apply_rotary(x, theta, torch::arange(first_position, first_position + x.size(1), f32));
+}
+
+torch::Tensor apply_rotary(const torch::Tensor& x, double theta, const torch::Tensor& positions) {
   const int64_t t = x.size(1), d = x.size(3);
   // The angles in fp32 as Hugging Face computes them: position × theta^(-2i/d), i < d/2.
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(x.device());
   const torch::Tensor inv_freq =
       1.0 / torch::pow(theta, torch::arange(0, d, 2, f32.dtype(torch::kLong)).to(torch::kFloat32) / static_cast<double>(d));
-  const torch::Tensor angles = torch::outer(torch::arange(first_position, first_position + t, f32), inv_freq);  // [T, d/2]
+  const torch::Tensor angles = torch::outer(positions, inv_freq);  // [T, d/2]
   const torch::Tensor both = torch::cat({angles, angles}, -1).view({1, t, 1, d});
   const torch::Tensor cos = both.cos().to(x.scalar_type()), sin = both.sin().to(x.scalar_type());
   // rotate_half: (x1, x2) -> (-x2, x1) over the two halves of each head's features.
@@ -48,10 +54,13 @@ LlamaAttentionImpl::LlamaAttentionImpl(const core::ModelConfig& c, const TpConte
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x) {
   const torch::Tensor q_all = q_(x);  // the whole sequence (x may be this rank's part of it)
   const int64_t b = q_all.size(0), t = q_all.size(1), kv_heads = k_->local_heads();
-  const torch::Tensor q = apply_rotary(q_all.view({b, t, local_heads_, head_dim_}), rope_theta_);
-  torch::Tensor k = apply_rotary(k_(x).view({b, t, kv_heads, head_dim_}), rope_theta_);
-  torch::Tensor v = v_(x).view({b, t, kv_heads, head_dim_});
-  const torch::Tensor ctx = attention_core(q, repeat_for_queries(k), repeat_for_queries(v).contiguous(), /*causal=*/true);
+  // Under context parallelism this rank's tokens are two chunks from far apart.
+  const torch::Tensor positions = local_positions(t, cp_, x.device());
+  const torch::Tensor q = apply_rotary(q_all.view({b, t, local_heads_, head_dim_}), rope_theta_, positions);
+  const torch::Tensor k = apply_rotary(k_(x).view({b, t, kv_heads, head_dim_}), rope_theta_, positions);
+  const torch::Tensor v = v_(x).view({b, t, kv_heads, head_dim_});
+  const torch::Tensor ctx = cp_.size() > 1 ? ring_attention(q, k, v, cp_)
+                                           : attention_core(q, repeat_for_queries(k), repeat_for_queries(v).contiguous(), /*causal=*/true);
   return o_(ctx.view({b, t, local_heads_ * head_dim_}));
 }
 
@@ -150,6 +159,10 @@ std::vector<torch::Tensor> LlamaImpl::partial_gradient_parameters() {
     out.insert(out.end(), mine.begin(), mine.end());
   }
   return out;
+}
+
+void LlamaImpl::use_context_parallel(const CpContext& cp) {
+  for (auto& layer : layers_) layer->attention()->use_context_parallel(cp);
 }
 
 std::shared_ptr<StageModel> LlamaImpl::make_stage(const TpContext& tp, StageRange range) const {

@@ -35,8 +35,11 @@ class RmsNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RmsNorm);
 
-// Rotary position embedding of q or k [B, T, H, d] at positions 0..T-1: each feature pair
-// (i, i + d/2) rotated by position × theta^(-2i/d) (Hugging Face's rotate_half layout).
+// Rotary position embedding of q or k [B, T, H, d] at `positions` ([T], fp32): each
+// feature pair (i, i + d/2) rotated by position × theta^(-2i/d) (Hugging Face's
+// rotate_half layout).
+torch::Tensor apply_rotary(const torch::Tensor& x, double theta, const torch::Tensor& positions);
+// The same at positions first_position .. first_position + T − 1.
 torch::Tensor apply_rotary(const torch::Tensor& x, double theta, int64_t first_position = 0);
 
 class LlamaAttentionImpl : public torch::nn::Module {
@@ -47,9 +50,12 @@ class LlamaAttentionImpl : public torch::nn::Module {
   // not repeated: GQA's smaller cache) join `cache`'s layer `layer`.
   torch::Tensor forward_cached(const torch::Tensor& x, KvCache& cache, int layer);
   std::vector<torch::Tensor> partial_gradient_parameters();  // k and v where held whole
+  // Context parallelism: x holds this cp rank's two chunks; attention runs the ring.
+  void use_context_parallel(const CpContext& cp) { cp_ = cp; }
 
  private:
   torch::Tensor repeat_for_queries(const torch::Tensor& kv) const;
+  CpContext cp_;
   int64_t local_heads_, head_dim_;
   double rope_theta_;
   ColumnParallelLinear q_{nullptr};
@@ -93,6 +99,7 @@ class LlamaImpl : public LanguageModel {
   torch::Tensor forward_cached(const torch::Tensor& ids, KvCache& cache) override;
   std::shared_ptr<StageModel> make_stage(const TpContext& tp, StageRange range) const override;
   std::vector<torch::Tensor> partial_gradient_parameters() override;
+  void use_context_parallel(const CpContext& cp) override;
 
  private:
   const VocabParallelEmbedding& head() const override { return head_; }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "exec/cp/context_parallel.h"
 #include "exec/models/stage_range.h"
 #include "exec/tp/tp_ops.h"
 
@@ -37,6 +38,13 @@ class StageModel : public torch::nn::Module {
   // on a rank's part of the sequence (the blocks' norms, row-parallel biases); Llama's
   // key/value weights where tp exceeds its key/value heads (KeyValueParallelLinear).
   virtual std::vector<torch::Tensor> partial_gradient_parameters() { return {}; }
+  // Context parallelism: from now on this stage sees its cp rank's two chunks of every
+  // sequence (exec/cp/context_parallel.h).  Only models whose description allows a cp
+  // axis (core::ModelKind::context_parallel) override it; the plan's validation keeps
+  // the others from being asked.
+  virtual void use_context_parallel(const CpContext&) {
+    throw std::logic_error("use_context_parallel: this model has no context parallelism");
+  }
 };
 
 }  // namespace quintnet::exec

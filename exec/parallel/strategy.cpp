@@ -31,14 +31,16 @@ class MeshStrategy : public Strategy {
       const core::LayerRange r = layout_.stages[chunk.stage];
       chunk.range = StageRange{r.first, r.end};
       chunk.model = serial->make_stage(pm->tp, chunk.range);
+      if (layout_.uses(Axis::Cp)) chunk.model->use_context_parallel(CpContext{&comm_, &comm_.axis(Axis::Cp)});
       chunk.model->to(device);
       load_serial_state(*chunk.model, state, pm->tp);
       chunk.flat = std::make_unique<FlatParameters>(*chunk.model, tp_shard_dims(*chunk.model));
-      if (layout_.uses(Axis::Dp)) {
-        Group& dp = comm_.axis(Axis::Dp);
-        // Every replica starts from dp rank 0's weights (as DistributedDataParallel does).
-        comm_.broadcast(dp, chunk.flat->params(), 0);
-        chunk.dp = std::make_unique<GradBuckets>(*chunk.flat, comm_, dp, layout_.plan.bucket_size_mb);
+      if (layout_.uses(Axis::Dp) || layout_.uses(Axis::Cp)) {
+        // The replicas: dp, and the cp ranks, which hold the same weights too.
+        Group& replicas = comm_.replicas();
+        // Every replica starts from rank 0's weights (as DistributedDataParallel does).
+        comm_.broadcast(replicas, chunk.flat->params(), 0);
+        chunk.dp = std::make_unique<GradBuckets>(*chunk.flat, comm_, replicas, layout_.plan.bucket_size_mb);
       }
       pm->chunks.push_back(std::move(chunk));
     }

@@ -99,7 +99,8 @@ core::Trace TraceRecorder::merge_and_write(Communicator& comm, const std::string
   merged.plan = plan;
   merged.platform = platform;
   for (int r = 0; r < mesh_.world_size(); ++r)
-    merged.ranks.push_back({mesh_.coord(r, core::Axis::Dp), mesh_.coord(r, core::Axis::Tp), mesh_.coord(r, core::Axis::Pp)});
+    merged.ranks.push_back({mesh_.coord(r, core::Axis::Dp), mesh_.coord(r, core::Axis::Tp), mesh_.coord(r, core::Axis::Pp),
+                            mesh_.coord(r, core::Axis::Cp)});
   std::map<std::tuple<int, int, int, int>, double> send_at;  // (step, tag, from, to) -> ts
   std::vector<std::tuple<int, int, int, int, double>> recv_at;
   for (int r = 0; r < static_cast<int>(parts.size()); ++r) {

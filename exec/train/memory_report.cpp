@@ -83,7 +83,8 @@ std::string memory_report(Communicator& comm, ParallelModel& pm, const Optimizer
     return std::string(text);
   };
   return "memory: fullest rank " + std::to_string(rank) + " (dp " + std::to_string(mesh.coord(rank, core::Axis::Dp)) + ", tp " +
-         std::to_string(mesh.coord(rank, core::Axis::Tp)) + ", pp " + std::to_string(mesh.coord(rank, core::Axis::Pp)) + "): " + mib(most) +
+         std::to_string(mesh.coord(rank, core::Axis::Tp)) + ", pp " + std::to_string(mesh.coord(rank, core::Axis::Pp)) +
+         (mesh.size(core::Axis::Cp) > 1 ? ", cp " + std::to_string(mesh.coord(rank, core::Axis::Cp)) : std::string()) + "): " + mib(most) +
          " MiB = parameters " + mib(fullest["parameters"]) + " + gradients " + mib(fullest["gradients"]) +
          " + optimizer state " + mib(fullest["optimizer"]) + " + activations " + mib(fullest["activations"]) +
          (device.is_cpu() ? " (CPU tensors" : " (CUDA caching allocator") +

@@ -14,6 +14,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "exec/checkpoint/checkpoint.h"
+#include "exec/cp/context_parallel.h"
 #include "exec/data/batch_sampler.h"
 #include "exec/data/training_data.h"
 #include "exec/dp/zero_shards.h"
@@ -34,6 +35,14 @@
 
 namespace quintnet::exec {
 namespace {
+
+// A microbatch as this rank computes it: under context parallelism its cp rank's two
+// chunks of every sequence, inputs and targets alike (exec/cp/context_parallel.h).
+std::pair<torch::Tensor, torch::Tensor> context_part(Communicator& comm, std::pair<torch::Tensor, torch::Tensor> batch) {
+  if (comm.mesh().size(core::Axis::Cp) == 1) return batch;
+  const CpContext cp{&comm, &comm.axis(core::Axis::Cp)};
+  return {local_sequence(batch.first, cp), local_sequence(batch.second, cp)};
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -150,7 +159,7 @@ torch::Tensor Trainer::gradient_norm(ParallelModel& pm, torch::Tensor& this_rank
   comm_.all_reduce_sum(comm_.axis(core::Axis::Tp), sharded);
   torch::Tensor total = sharded + replicated;
   comm_.all_reduce_sum(comm_.axis(core::Axis::Pp), total);
-  if (pieces) comm_.all_reduce_sum(comm_.axis(core::Axis::Dp), total);
+  if (pieces) comm_.all_reduce_sum(comm_.replicas(), total);
   // Rounding can leave the tied correction a hair below zero; a NaN stays NaN.
   return total.clamp_min(0.0).sqrt();
 }
@@ -185,7 +194,8 @@ void Trainer::clip_gradients(ParallelModel& pm, const torch::Tensor& norm) {
 Trainer::Evaluation Trainer::evaluate(PipelineRunner& runner, ParallelModel& pm, const TrainingData& data) {
   for (auto& chunk : pm.chunks) chunk.model->eval();
   Group& dp = comm_.axis(core::Axis::Dp);
-  // Contiguous shards of the validation set per dp rank; tp ranks compute the same.
+  // Contiguous shards of the validation set per dp rank; tp ranks compute the same, cp
+  // ranks each their part of the sequences (summed over the replicas, the ratios hold).
   const std::int64_t count = data.val_size(), chunk = data.eval_batch_size();
   const std::int64_t per_rank = (count + dp.size() - 1) / dp.size();
   const std::int64_t begin = std::min(count, dp.rank * per_rank), end = std::min(count, begin + per_rank);
@@ -193,13 +203,13 @@ Trainer::Evaluation Trainer::evaluate(PipelineRunner& runner, ParallelModel& pm,
   for (std::int64_t start = begin; start < end; start += chunk) {
     std::vector<int64_t> idx;
     for (std::int64_t i = start; i < std::min(end, start + chunk); ++i) idx.push_back(i);
-    auto [inputs, labels] = data.val_batch(idx, device_);
+    auto [inputs, labels] = context_part(comm_, data.val_batch(idx, device_));
     const EvalStats s = runner.evaluate(inputs, labels);
     totals[0] += s.loss_sum;
     totals[1] += s.correct;
     totals[2] += s.samples;
   }
-  comm_.all_reduce_sum(dp, totals);
+  comm_.all_reduce_sum(comm_.replicas(), totals);
   for (auto& chunk : pm.chunks) chunk.model->train();
   return {totals[0].item<double>() / totals[2].item<double>(), totals[1].item<double>() / totals[2].item<double>()};
 }
@@ -209,7 +219,7 @@ void Trainer::save_params(ParallelModel& pm) {
   for (auto& chunk : pm.chunks)
     for (auto& [name, t] : gather_serial_state(*chunk.model, pm.tp)) dict.insert(name, t.cpu());
   const core::Mesh& mesh = comm_.mesh();
-  if (mesh.coord(comm_.rank(), core::Axis::Dp) != 0 || mesh.coord(comm_.rank(), core::Axis::Tp) != 0) return;
+  if (comm_.replicas().rank != 0 || mesh.coord(comm_.rank(), core::Axis::Tp) != 0) return;
   // One file per pipeline rank (its stages' parameters) when pp > 1.
   const std::string path = options_.save_params_path +
                            (mesh.size(core::Axis::Pp) > 1 ? ".pp" + std::to_string(mesh.coord(comm_.rank(), core::Axis::Pp)) : "");
@@ -233,12 +243,11 @@ Trainer::QueuedStep Trainer::train_step(Run& r, const std::vector<torch::Tensor>
   RECORD_USER_SCOPE("OPTIMIZER_STEP");  // clipping and AdamW, in a profile
   torch::Tensor this_rank_nonfinite;
   const torch::Tensor norm = gradient_norm(pm, this_rank_nonfinite);  // over tp and pp
-  // The loss of the global batch (summed over dp replicas) and how many replicas' gradient
-  // norms are not finite, in one all-reduce: every rank then decides alike, even when dp
-  // replicas disagree (they hold equal gradients unless something broke).
-  Group& dp = comm_.axis(core::Axis::Dp);
+  // The loss of the global batch (summed over the dp × cp replicas) and how many replicas'
+  // gradient norms are not finite, in one all-reduce: every rank then decides alike, even
+  // when replicas disagree (they hold equal gradients unless something broke).
   torch::Tensor reduced = torch::stack({stats.figures[StepStats::kLoss], norm.isfinite().logical_not().to(torch::kFloat64)});
-  comm_.all_reduce_sum(dp, reduced);
+  comm_.all_reduce_sum(comm_.replicas(), reduced);
   const torch::Tensor skip = reduced[1].gt(0).logical_or(reduced[0].isfinite().logical_not());
   clip_gradients(pm, norm);
   for (auto& opt : r.optimizers) opt->step(lr, skip);
@@ -286,9 +295,10 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   serial->to(device_);
   r->pm = make_strategy(comm_, layout_)->apply(serial);
   serial = nullptr;
-  // zero_stage 1: each dp rank keeps and updates its pieces of every DP bucket, and where
-  // the backend can, receives only those pieces' averaged gradients (a reduce-scatter).
-  Group& dp = comm_.axis(core::Axis::Dp);
+  // zero_stage 1: each replica (dp × cp rank) keeps and updates its pieces of every DP
+  // bucket, and where the backend can, receives only those pieces' averaged gradients
+  // (a reduce-scatter).
+  Group& dp = comm_.replicas();
   for (int c = 0; c < static_cast<int>(r->pm->chunks.size()); ++c) {
     ModelChunk& chunk = r->pm->chunks[c];
     std::shared_ptr<ZeroShards> shards;
@@ -308,6 +318,7 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   r->tokens = model.tokens(p);
   // What crosses a stage boundary under sequence parallelism: this rank's part of the
   // sequence (the plan's validation checked that the parts are equal).
+  r->tokens /= layout_.cp;  // under context parallelism: this rank's two chunks
   if (r->pm->tp.sequence_parallel) r->tokens /= r->pm->tp.size();
   const int side_by_side = microbatches_side_by_side(p, comm_, options_, chunks);
   r->runner = std::make_unique<PipelineRunner>(r->schedule, *r->pm, comm_, r->tokens, p.model.hidden(),
@@ -329,7 +340,7 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   if (p.zero_stage == 1) {
     std::int64_t bytes = 0;
     for (const auto& opt : r->optimizers) bytes += opt->state_bytes();
-    r->log->message("optimizer state: " + std::to_string(bytes) + " bytes on this rank (zero_stage 1 over dp " +
+    r->log->message("optimizer state: " + std::to_string(bytes) + " bytes on this rank (zero_stage 1 over " + dp.name + " " +
                     std::to_string(dp.size()) + "; gradients " +
                     (dp.size() == 1             ? std::string("not averaged")
                      : comm_.can_reduce_scatter(r->pm->chunks.front().flat->grads()) ? std::string("reduce-scattered")
@@ -344,14 +355,14 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
 
 bool Trainer::run_epoch(Run& r, int epoch) {
   const core::Plan& p = plan_;
-  Group& dp = comm_.axis(core::Axis::Dp);
+  Group& dp = comm_.axis(core::Axis::Dp);  // which samples; the replicas (dp × cp) sum the statistics
   const int m = p.microbatches();
   const long first_k = r.state.step - epoch * r.per_epoch;  // > 0 when resuming mid-epoch
   r.progress.emplace("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(r.epochs),
                      std::min(r.per_epoch - first_k, r.last_step - r.state.step), is_logger_ && options_.progress);
-  // A resumed epoch's earlier part, summed over dp, is carried by dp rank 0.
+  // A resumed epoch's earlier part, summed over the replicas, is carried by the first.
   r.epoch_stats = torch::zeros({3}, stats_options());
-  if (first_k > 0 && dp.rank == 0)
+  if (first_k > 0 && comm_.replicas().rank == 0)
     for (int i = 0; i < 3; ++i) r.epoch_stats[i] = r.state.epoch_stats[i];
 
   std::optional<QueuedStep> queued;  // the step whose figures the host has not read yet
@@ -364,7 +375,7 @@ bool Trainer::run_epoch(Run& r, int epoch) {
     comm_.set_step(step + 1);
     std::vector<torch::Tensor> inputs, labels;
     for (int j = 0; j < m; ++j) {
-      auto [x, y] = r.data->train_batch(r.sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), device_);
+      auto [x, y] = context_part(comm_, r.data->train_batch(r.sampler.microbatch(epoch, k, dp.rank, dp.size(), j, m), device_));
       inputs.push_back(x);
       labels.push_back(y);
     }
@@ -394,7 +405,7 @@ bool Trainer::run_epoch(Run& r, int epoch) {
 void Trainer::settle(Run& r, const QueuedStep& q) {
   const std::vector<double> f = q.figures->read();
   const StepStats::Read stats = StepStats::read(std::vector<double>(f.begin() + kStepStats, f.end()));
-  const double loss = f[kLossSum] / comm_.axis(core::Axis::Dp).size(), norm = f[kGradNorm];
+  const double loss = f[kLossSum] / comm_.replicas().size(), norm = f[kGradNorm];
   const bool nonfinite = !std::isfinite(loss) || f[kNonfiniteReplicas] > 0;
   if (r.steps_run++ == 0)
     r.first_step_activations = q.activation_bytes;
@@ -433,7 +444,7 @@ void Trainer::skip_or_stop(Run& r, const std::string& nonfinite) {
 }
 
 bool Trainer::end_epoch(Run& r, int epoch) {
-  comm_.all_reduce_sum(comm_.axis(core::Axis::Dp), r.epoch_stats);
+  comm_.all_reduce_sum(comm_.replicas(), r.epoch_stats);
   const double train_loss = r.epoch_stats[0].item<double>() / r.epoch_stats[2].item<double>();
   const double train_acc = r.epoch_stats[1].item<double>() / r.epoch_stats[2].item<double>();
   bool stop_early = false;
@@ -454,7 +465,7 @@ void Trainer::save_checkpoint(Run& r, bool mid_epoch) {
   // dp; at its end (after the evaluation, whose outcome early stopping keeps) the next
   // epoch starts from zero.
   torch::Tensor summed = r.epoch_stats.clone();
-  if (mid_epoch) comm_.all_reduce_sum(comm_.axis(core::Axis::Dp), summed);
+  if (mid_epoch) comm_.all_reduce_sum(comm_.replicas(), summed);
   for (int i = 0; i < 3; ++i) r.state.epoch_stats[i] = mid_epoch ? summed[i].item<double>() : 0.0;
   const std::string where = r.checkpoints->save(*r.pm, r.optimizers, r.state);
   if (is_logger_ && options_.progress) r.progress->message("checkpoint: " + where);
@@ -469,7 +480,7 @@ TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
 
   if (!options_.save_params_path.empty()) save_params(*r.pm);
   auto probe_batch = [&] {
-    return r.data->train_batch(r.sampler.microbatch(0, 0, dp.rank, dp.size(), 0, p.microbatches()), device_);
+    return context_part(comm_, r.data->train_batch(r.sampler.microbatch(0, 0, dp.rank, dp.size(), 0, p.microbatches()), device_));
   };
   r.trace->finish(p, *r.pm, r.schedule, probe_batch, {r.tokens, p.model.hidden(), p.precision == core::Precision::Bf16}, is_logger_);
   if (blocks_recomputed() > 0)

@@ -72,3 +72,13 @@ TEST(Mesh, RejectsBadShapes) {
   EXPECT_THROW(m.coords(2), MeshError);
   EXPECT_THROW(m.axis_index("tp"), MeshError);
 }
+
+// Context parallelism's axis comes right after tp, wherever mesh_name lists it.
+TEST(Mesh, CpComesRightAfterTp) {
+  for (const auto& names : {std::vector<std::string>{"dp", "cp", "tp", "pp"}, std::vector<std::string>{"cp", "dp", "tp", "pp"},
+                            std::vector<std::string>{"dp", "tp", "pp", "cp"}}) {
+    Mesh m({2, 2, 2, 2}, names);
+    EXPECT_EQ(m.rank_order(), (std::vector<std::string>{"tp", "cp", "dp", "pp"}));
+    EXPECT_EQ(m.group(0, "cp"), (std::vector<int>{0, 2}));
+  }
+}

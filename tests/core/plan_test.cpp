@@ -330,3 +330,25 @@ TEST(Plan, LlamaKeyValueHeadsAndTpMustFit) {
     }
   }
 }
+
+// Context parallelism: a fourth axis, Llama only, two equal chunks per cp rank.
+TEST(Plan, ContextParallelAxisAndItsRules) {
+  const std::string llama =
+      "model: llama\nllama_config: {vocab_size: 101, max_position_embeddings: 64, hidden_size: 32, intermediate_size: 64,"
+      " num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 2}\nbatch_size: 8\n"
+      "mesh_name: ['dp', 'cp', 'tp', 'pp']\n";
+  const Plan plan = parse_plan_text(llama + "mesh_dim: [1, 2, 2, 2]\nmax_seq_length: 16\n", "t").plan;
+  EXPECT_EQ(plan.cp(), 2);
+  EXPECT_EQ(plan.world_size(), 8);
+  const RunLayout layout = resolve_layout(plan);
+  EXPECT_TRUE(layout.uses(Axis::Cp));
+  EXPECT_EQ(layout.replicas(), 2);
+  // tp innermost, then cp, then dp, pp outermost (Megatron-LM's tp-cp-dp-pp).
+  EXPECT_EQ(layout.mesh.rank_order(), (std::vector<std::string>{"tp", "cp", "dp", "pp"}));
+  EXPECT_EQ(layout.mesh.group(0, Axis::Cp), (std::vector<int>{0, 2}));
+  EXPECT_MESSAGE(llama + "mesh_dim: [1, 2, 1, 1]\nmax_seq_length: 18\n", "max_seq_length",
+                 "18 is not divisible by 2 x cp = 4");
+  EXPECT_MESSAGE(llama + "mesh_dim: [1, 2, 4, 1]\nmax_seq_length: 12\nsequence_parallel: true\n", "sequence_parallel",
+                 "6 tokens per sample on each cp rank do not split evenly over tp 4");
+  EXPECT_MESSAGE("batch_size: 8\nmesh_dim: [1, 2]\nmesh_name: ['dp', 'cp']\n", "mesh_dim", "a ViT has no context parallelism");
+}

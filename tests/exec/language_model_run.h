@@ -63,10 +63,11 @@ inline void load_params(const std::string& path, std::map<std::string, torch::Te
     }
 }
 
-// 10 steps of `model_yaml` ("model: gpt2\nmodel_config: {...}\n") on `mesh` with `nproc`
-// ranks; `extra`: more plan lines (e.g. checkpoint_path).
+// 10 steps of `model_yaml` ("model: gpt2\nmodel_config: {...}\n") on `mesh` (its axes
+// `mesh_name`) with `nproc` ranks; `extra`: more plan lines (e.g. checkpoint_path).
 inline Outcome train_language_model(const std::string& name, const std::string& model_yaml, const std::string& mesh,
-                                    int nproc, int microbatches, const std::string& extra) {
+                                    int nproc, int microbatches, const std::string& extra,
+                                    const std::string& mesh_name = "['dp', 'tp', 'pp']") {
   static const std::string text = text_folder();
   // Files of this process's own: every test process trains its own serial reference,
   // and two of them writing one serial.jsonl read each other's half-written lines.
@@ -74,7 +75,7 @@ inline Outcome train_language_model(const std::string& name, const std::string& 
   const std::string config = write_file(
       stem + ".yaml", model_yaml + "batch_size: 8\ngrad_acc_steps: " + std::to_string(microbatches) +
                           "\nlearning_rate: 1e-3\nmax_seq_length: 16\ndataset_path: " + text + "\nmesh_dim: " + mesh +
-                          "\nmesh_name: ['dp', 'tp', 'pp']\nschedule: 1f1b\n" + extra);
+                          "\nmesh_name: " + mesh_name + "\nschedule: 1f1b\n" + extra);
   const std::string dir = ::testing::TempDir() + "/";
   const std::string cmd = bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
                           " --config " + config + " --max-steps 10 --no-eval --quiet --threads 1 --metrics " + dir +

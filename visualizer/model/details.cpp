@@ -27,8 +27,8 @@ long event_holding(const Timeline& tl, int rank, core::Lane lane, double t) {
 
 std::string coords_text(const core::Trace& t, int rank) {
   const core::RankCoords c = rank < t.num_ranks() ? t.ranks[static_cast<size_t>(rank)] : core::RankCoords{0, 0, rank};
-  return "rank " + std::to_string(rank) + "   pp " + std::to_string(c.pp) + "  tp " + std::to_string(c.tp) + "  dp " +
-         std::to_string(c.dp);
+  return "rank " + std::to_string(rank) + "   pp " + std::to_string(c.pp) + "  tp " + std::to_string(c.tp) +
+         (c.cp > 0 ? "  cp " + std::to_string(c.cp) : std::string()) + "  dp " + std::to_string(c.dp);
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ double duration_us(const std::string& term, const std::string& text) {
 const std::set<std::string>& known_kinds() {
   static const std::set<std::string> kinds = {"forward", "backward", "backward-input", "backward-weight", "send",
                                               "recv", "allreduce", "grad-sync", "optimizer", "reduce-scatter",
-                                              "all-gather", "allgather"};
+                                              "all-gather", "allgather", "cp-ring"};
   return kinds;
 }
 

@@ -36,6 +36,7 @@ Color Palette::of_kind(const std::string& kind) const {
   if (kind == "recv") return {86, 180, 233};            // sky blue
   if (kind == "allreduce" || kind == "grad-sync") return {240, 228, 66};  // yellow
   if (kind == "optimizer") return {110, 110, 110};
+  if (kind == "cp-ring") return {0, 90, 70};  // dark green: the context-parallel ring's key/value blocks
   return {160, 160, 160};
 }
 

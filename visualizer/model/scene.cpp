@@ -315,7 +315,7 @@ void draw_legend(Drawing& d) {
   std::vector<std::pair<std::string, Color>> legend;
   const auto& kinds = d.tl.kinds();
   for (const char* kind : {"forward", "backward", "backward-input", "backward-weight", "send", "recv", "allreduce",
-                           "grad-sync", "optimizer"})
+                           "grad-sync", "optimizer", "cp-ring"})
     if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) legend.push_back({kind, d.pal.of_kind(kind)});
   legend.push_back({"bubble (idle inside the step)", d.pal.bubble});
   for (const auto& [name, color] : legend) {

@@ -64,7 +64,7 @@ void Timeline::check_event_ranges() const {
 }
 
 void Timeline::build_rows(int num_ranks) {
-  // Rows: ranks ordered by (pp, tp, dp); every rank gets the sub-lanes any rank uses.
+  // Rows: ranks ordered by (pp, tp, cp, dp); every rank gets the sub-lanes any rank uses.
   // Ranks without events (e.g. all filtered out by a search) get no rows.
   std::set<core::Lane> used;
   std::set<std::string> kinds_seen;
@@ -78,8 +78,9 @@ void Timeline::build_rows(int num_ranks) {
   for (int r = 0; r < num_ranks; ++r) order[r] = r;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     const auto ca = coords_of(trace_, a), cb = coords_of(trace_, b);
-    return std::tie(ca.pp, ca.tp, ca.dp, a) < std::tie(cb.pp, cb.tp, cb.dp, b);
+    return std::tie(ca.pp, ca.tp, ca.cp, ca.dp, a) < std::tie(cb.pp, cb.tp, cb.cp, cb.dp, b);
   });
+  const bool cp_mesh = std::any_of(trace_.ranks.begin(), trace_.ranks.end(), [](const core::RankCoords& c) { return c.cp > 0; });
   std::map<std::pair<int, core::Lane>, size_t> row_of;
   for (int r : order) {
     if (!has_events[static_cast<size_t>(r)]) continue;
@@ -89,8 +90,10 @@ void Timeline::build_rows(int num_ranks) {
       Row row;
       row.rank = r;
       row.lane = lane;
-      row.label = lane == core::Lane::Compute ? "pp" + std::to_string(c.pp) + " tp" + std::to_string(c.tp) + " dp" +
-                                                    std::to_string(c.dp)
+      // A context-parallel rank's coordinate where the mesh has one (cp 0 is every other rank's).
+      row.label = lane == core::Lane::Compute ? "pp" + std::to_string(c.pp) + " tp" + std::to_string(c.tp) +
+                                                    (c.cp > 0 || cp_mesh ? " cp" + std::to_string(c.cp) : std::string()) +
+                                                    " dp" + std::to_string(c.dp)
                                               : core::lane_name(lane);
       row_of[{r, lane}] = rows_.size();
       rows_.push_back(std::move(row));
