@@ -18,7 +18,7 @@ constexpr double kPerHostPairBytes = 8;
 
 }  // namespace
 
-SimulationSize estimate_simulation(const StepCosts& costs, bool writes_trace, bool reduced) {
+SimulationSize estimate_simulation(const StepCosts& costs, bool writes_trace, int simulated_replicas) {
   SimulationSize s;
   const core::Schedule& sched = costs.schedule;
   s.ranks = static_cast<long>(sched.pp) * costs.tp * costs.dp;
@@ -37,9 +37,10 @@ SimulationSize estimate_simulation(const StepCosts& costs, bool writes_trace, bo
       events += chunks * std::max(1.0, std::ceil(costs.dp_grad_bytes[static_cast<size_t>(r)] / chunks / costs.bucket_bytes));
     per_replica_member += events;
   }
-  const int replicas = reduced ? costs.dp : 1;
-  s.ranks /= replicas;
-  s.events = per_replica_member * costs.tp * costs.dp / replicas;
+  const bool reduced = simulated_replicas > 0;
+  const int replicas = reduced ? simulated_replicas : costs.dp;
+  s.ranks = s.ranks / costs.dp * replicas;
+  s.events = per_replica_member * costs.tp * replicas;
   const double hosts = static_cast<double>(s.ranks) * (reduced ? 2 : 1);  // a reduced rank has its ring peer host
   s.bytes = kProcessBytes + static_cast<double>(s.ranks) * kPerRankBytes + hosts * hosts * kPerHostPairBytes +
             s.events * (kPerEventBytes + (writes_trace ? kPerTracedEventBytes : 0));
@@ -65,8 +66,8 @@ double available_memory_bytes() {
   return 1e300;  // not Linux: no check
 }
 
-void check_simulation_fits(const StepCosts& costs, bool writes_trace, bool reduced) {
-  const SimulationSize s = estimate_simulation(costs, writes_trace, reduced);
+void check_simulation_fits(const StepCosts& costs, bool writes_trace, int simulated_replicas) {
+  const SimulationSize s = estimate_simulation(costs, writes_trace, simulated_replicas);
   const double available = available_memory_bytes();
   if (s.bytes <= available) return;
   char text[400];

@@ -21,8 +21,10 @@ struct SimulationSize {
   double bytes = 0;   // peak memory, estimated
 };
 
-// `reduced`: one dp replica simulated (sim/simulation.h) — ranks and ops divided by dp.
-SimulationSize estimate_simulation(const StepCosts& costs, bool writes_trace, bool reduced = false);
+// `simulated_replicas`: the dp replicas a reduced step simulates (sim/simulation.h; 0: a
+// full simulation) — ranks and ops in proportion; a reduced step's ranks have ring peer
+// hosts too.
+SimulationSize estimate_simulation(const StepCosts& costs, bool writes_trace, int simulated_replicas = 0);
 
 // Memory this process can still take: $QN_SIM_MEMORY_BYTES when set (tests, or a
 // cap you choose), else MemAvailable from /proc/meminfo.
@@ -30,6 +32,6 @@ double available_memory_bytes();
 
 // Throws core::UserError ("the simulation needs about 31.2 GiB (131,072 ranks, 17.0
 // million ops) and this machine has 22.8 GiB available; ...") when it would not fit.
-void check_simulation_fits(const StepCosts& costs, bool writes_trace, bool reduced = false);
+void check_simulation_fits(const StepCosts& costs, bool writes_trace, int simulated_replicas = 0);
 
 }  // namespace quintnet::sim

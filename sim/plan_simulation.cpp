@@ -31,8 +31,10 @@ StepCosts checked_step_costs(const core::RunLayout& layout, Platform& platform, 
 PlanSimulation simulate_plan(const StepCosts& costs, Platform& platform, const SimulateRequest& request) {
   const auto wall0 = std::chrono::steady_clock::now();
   if (request.what_ifs) request.what_ifs(platform, costs.schedule.pp * costs.tp * costs.dp);
-  if (!request.trace_path.empty())
-    check_simulation_fits(costs, true, !request.exact && why_not_reducible(costs, platform).empty());
+  if (!request.trace_path.empty()) {
+    const bool reduced = !request.exact && why_not_reducible(costs, platform).empty();
+    check_simulation_fits(costs, true, reduced ? static_cast<int>(simulated_replicas(costs, platform, false).simulated.size()) : 0);
+  }
   PlanSimulation out;
   out.result = simulate_step(costs, platform, request.exact);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -53,7 +55,12 @@ core::Trace simulated_trace(const SimResult& r, const Platform& platform, nlohma
   t.platform = platform_to_json(platform);
   t.plan = std::move(plan_json);
   t.summary = {{"step_time_us", r.step_time_s * 1e6}, {"bubble_fraction", r.bubble_fraction}};
-  if (r.replicas > 1) t.summary["replicas"] = r.replicas;  // the trace holds replica 0 of these
+  if (r.classes.simulated.size() < r.classes.class_of.size()) {  // the trace holds these replicas, standing for others
+    nlohmann::json stand_ins = nlohmann::json::array();
+    for (size_t j = 0; j < r.classes.simulated.size(); ++j)
+      stand_ins.push_back({{"replica", r.classes.simulated[j]}, {"stands_for", r.classes.stands_for[j]}});
+    t.summary["replicas"] = stand_ins;
+  }
   return t;
 }
 
@@ -88,10 +95,14 @@ nlohmann::ordered_json simulation_summary(const StepCosts& costs, const Platform
     j["cp_ring_exposed_s"] = per_microbatch * costs.schedule.microbatches;
   }
   j["ranks"] = world;
-  j["events"] = static_cast<long long>(r.trace.events.size()) * r.replicas;  // of the whole step
+  j["events"] = r.events;  // of the whole step
   j["estimated_events"] = estimate_simulation(costs, false).events;
-  j["replicas_simulated_once"] = r.replicas;  // 1: every rank simulated (sim/simulation.h)
-  j["estimated_memory_bytes"] = estimate_simulation(costs, false, r.replicas > 1).bytes;  // what the check assumed
+  // The most replicas one simulated replica stood for (1: every rank simulated), and how
+  // many were simulated (sim/simulation.h, sim/replica_classes.h).
+  j["replicas_simulated_once"] = *std::max_element(r.classes.stands_for.begin(), r.classes.stands_for.end());
+  j["replicas_simulated"] = r.classes.simulated.size();
+  const int simulated = r.reduced ? static_cast<int>(r.classes.simulated.size()) : 0;
+  j["estimated_memory_bytes"] = estimate_simulation(costs, false, simulated).bytes;  // what the check assumed
   j["wall_s"] = wall_s;
   return j;
 }

@@ -26,7 +26,8 @@ nlohmann::ordered_json simulation_summary(const StepCosts& costs, const Platform
 
 // The simulated step as the trace `--trace` writes: the result's events with the
 // platform, the plan (`plan_json`) and the summary in otherData; for a reduced
-// simulation, replica 0's ranks and summary.replicas.
+// simulation, the simulated replicas' ranks and summary.replicas (each simulated
+// replica and the replicas it stands for).
 core::Trace simulated_trace(const SimResult& result, const Platform& platform, nlohmann::json plan_json);
 
 // How a step is simulated, beyond the plan: what `quintnet simulate` and Python's

@@ -51,25 +51,28 @@ void dp_stream(SimStep& w, int r) {
   w.streams[r] = sg4::Actor::self();
   using core::Axis;
   RingGroup group = mesh_group(w, r, Axis::Dp, group_name("dps", w.mesh.coord(r, Axis::Pp), w.mesh.coord(r, Axis::Tp)));
-  sg4::Mailbox* requests = sg4::Mailbox::by_name("dpq:" + std::to_string(r));
-  requests->set_receiver(sg4::Actor::self());
+  BucketQueue& queue = w.buckets[static_cast<size_t>(r)];
   for (;;) {
-    const double* bytes = requests->get<double>();
-    if (*bytes < 0) break;  // the step is over
+    queue.released->acquire();
+    const double bytes = queue.sizes.front();
+    queue.sizes.pop_front();
+    if (bytes < 0) break;  // the step is over
     const double t0 = sg4::Engine::get_clock();
     // ZeRO-1: the bucket is reduce-scattered (each member keeps the sum of its 1/dp).
     const bool scatter = w.costs.zero_stage >= 1;
     const int steps = (scatter ? 1 : 2) * (w.costs.dp - 1);
+    ReplicaMeeting* meeting = w.meeting(w.bucket_meetings, r);
+    if (meeting) meeting->arrive(w.mesh.coord(r, Axis::Dp));
     if (w.reduced)
-      mirrored_ring(*bytes, w.costs.dp, steps, w.hosts.ranks[r], w.hosts.ring_peers[r], w.dp_ring_latency);
+      mirrored_ring(bytes, w.costs.dp, steps, w.hosts.ranks[r], w.hosts.ring_peers[r], w.dp_ring_latency);
     else if (scatter)
-      ring_reduce_scatter(group, *bytes, w.streams, hop_latency(group, w.platform));
+      ring_reduce_scatter(group, bytes, w.streams, hop_latency(group, w.platform));
     else
-      dp_allreduce(group, *bytes, w.streams, w.platform, w.draws);
+      dp_allreduce(group, bytes, w.streams, w.platform, w.draws);
+    if (meeting) meeting->leave();
     w.recorder.add(r, core::Lane::DpCollective, scatter ? "reducescatter" : "allreduce", "dp bucket", t0,
-                   sg4::Engine::get_clock(), -1, -1, *bytes);
-    static char done;
-    sg4::Mailbox::by_name("dpdone:" + std::to_string(r))->put_init(&done, 0)->detach();
+                   sg4::Engine::get_clock(), -1, -1, bytes);
+    queue.done->release();
   }
 }
 
@@ -89,13 +92,13 @@ class RankActor : public core::ScheduleHandler {
         dp_(w.mesh.coord(r, core::Axis::Dp)), v_(costs_.schedule.chunks),
         // A straggler's host runs at full speed and its ops count 1/factor as many flops:
         // each takes 1/factor as long, whatever the host model (shared cores included).
-        speed_(w.platform.gpu_flops() / w.platform.speed_factor(r)), jitter_(w.platform.jitter, r) {
+        speed_(w.platform.gpu_flops() / w.platform.speed_factor(w.full_rank_of(r))),
+        jitter_(w.platform.jitter, w.full_rank_of(r)) {
     tp_group_ = mesh_group(w, r, core::Axis::Tp, group_name("tp", pp_, dp_));
     pp_group_ = mesh_group(w, r, core::Axis::Pp, group_name("pp", dp_, tp_));
     dp_group_ = mesh_group(w, r, core::Axis::Dp, group_name("dpag", pp_, tp_));
     buckets_ = costs_.dp > 1 ? std::max(1, static_cast<int>(std::ceil(costs_.dp_grad_bytes[pp_] / v_ / costs_.bucket_bytes)))
                             : 0;
-    to_stream_ = costs_.dp > 1 ? sg4::Mailbox::by_name("dpq:" + std::to_string(r)) : nullptr;
     // On a shared CPU an op's tensor-parallel all-reduces sit between its pieces (after
     // each attention and MLP block), as in the executor: while a rank waits for one,
     // the other ranks' ops get its core.  On GPUs the op computes, then all-reduces
@@ -107,10 +110,7 @@ class RankActor : public core::ScheduleHandler {
   // The rank's schedule, then the end of its DP stream.
   void run() {
     core::run_schedule(core::interpret(costs_.schedule, pp_), *this);
-    if (to_stream_) {
-      requests_.push_back(std::make_unique<double>(-1.0));
-      to_stream_->put(requests_.back().get(), 0);
-    }
+    if (costs_.dp > 1) to_stream(-1.0);
   }
 
  private:
@@ -173,8 +173,7 @@ class RankActor : public core::ScheduleHandler {
     const double t0 = sg4::Engine::get_clock();
     if (!costs_.dp_overlap)  // the chunk's buckets, all at once now that its backward is done
       for (int k = 0; k < buckets_; ++k) release_bucket();
-    sg4::Mailbox* done = eager_mailbox("dpdone:" + std::to_string(r_), r_, w_.ranks);
-    for (int k = 0; k < buckets_; ++k) done->get<char>();
+    for (int k = 0; k < buckets_; ++k) w_.buckets[static_cast<size_t>(r_)].done->acquire();
     const double t1 = sg4::Engine::get_clock();
     w_.result.exposed_comm_s[r_] += t1 - t0;
     w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, -1, st.action.chunk);
@@ -201,10 +200,13 @@ class RankActor : public core::ScheduleHandler {
   // member before the next forward.
   void gather_parameters() {
     const double t0 = sg4::Engine::get_clock(), bytes = costs_.dp_grad_bytes[pp_];
+    ReplicaMeeting* meeting = w_.meeting(w_.gather_meetings, r_);
+    if (meeting) meeting->arrive(dp_);
     if (w_.reduced)
       mirrored_ring(bytes, costs_.dp, costs_.dp - 1, w_.hosts.ranks[r_], w_.hosts.ring_peers[r_], w_.dp_ring_latency);
     else
       ring_all_gather(dp_group_, bytes, w_.ranks, hop_latency(dp_group_, w_.platform));
+    if (meeting) meeting->leave();
     const double t1 = sg4::Engine::get_clock();
     w_.result.exposed_comm_s[r_] += t1 - t0;
     w_.recorder.add(r_, core::Lane::DpCollective, "allgather", "dp parameters", t0, t1, -1, -1, bytes);
@@ -252,9 +254,11 @@ class RankActor : public core::ScheduleHandler {
   }
 
   // One of the chunk's DP gradient buckets to the rank's DP stream.
-  void release_bucket() {
-    requests_.push_back(std::make_unique<double>(costs_.dp_grad_bytes[pp_] / v_ / buckets_));
-    to_stream_->put_init(requests_.back().get(), 0)->detach();
+  void release_bucket() { to_stream(costs_.dp_grad_bytes[pp_] / v_ / buckets_); }
+  void to_stream(double bytes) {
+    BucketQueue& queue = w_.buckets[static_cast<size_t>(r_)];
+    queue.sizes.push_back(bytes);
+    queue.released->release();
   }
 
   double tp_allreduces(const core::Step& st, int count) {
@@ -284,10 +288,8 @@ class RankActor : public core::ScheduleHandler {
   OpJitter jitter_;     // what-if: each op's time times a drawn factor
   RingGroup tp_group_, pp_group_, dp_group_;
   int buckets_ = 0;  // DP gradient buckets per chunk
-  sg4::Mailbox* to_stream_ = nullptr;
   bool interleave_tp_ = false;
   bool overlap_tp_ = false;  // tp_overlap on GPUs (compute_overlapping_tp)
-  std::vector<std::unique_ptr<double>> requests_;  // bucket sizes sent to the stream: outlive the messages
 };
 
 }  // namespace

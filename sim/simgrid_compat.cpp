@@ -183,9 +183,13 @@ class ClusterLinks {
     nodes_ = (full_ranks + p.gpus_per_node - 1) / p.gpus_per_node;
     // One switch: the core carries every node's NICs (over the oversubscription); a
     // reduced model's flows are one replica's share of it.  Leaf or rail switches: the
-    // spine carries their uplinks (over the oversubscription).
+    // spine carries their uplinks (over the oversubscription).  Not oversubscribed, it
+    // can never limit a flow — what enters it left a NIC (or uplink) whose bandwidth it
+    // carries — so it is left out: as one link on every route between nodes it made all
+    // those flows one system for SimGrid's max-min solver, re-solved whole at each event
+    // (the full simulation's main cost after the bucket queues).
     const double nic_total = static_cast<double>(nodes_) * p.nics_per_node * p.nic_link_bandwidth();
-    if (nodes_ > 1)
+    if (nodes_ > 1 && p.oversubscription > 1)
       core_ = zone->create_link(tiers_ ? "spine" : "core",
                                 tiers_ ? nic_total / p.leaf_oversubscription / p.oversubscription
                                        : nic_total / p.oversubscription / (reduced ? reduced->replicas : 1))
@@ -203,10 +207,10 @@ class ClusterLinks {
     if (across) {
       route.emplace_back(nic_of(a), D::UP);
       if (!tiers_) {
-        route.emplace_back(core_);
+        if (core_) route.emplace_back(core_);
       } else if (switch_of(a) != switch_of(b)) {
         route.emplace_back(uplink_of(a), D::UP);
-        route.emplace_back(core_);
+        if (core_) route.emplace_back(core_);
         route.emplace_back(uplink_of(b), D::DOWN);
       }
       route.emplace_back(nic_of(b), D::DOWN);

@@ -40,7 +40,7 @@ struct PlatformHosts {
 struct ReducedLayout {
   std::vector<int> placement;  // full-step rank of each simulated rank: its node and NIC
   int full_ranks = 0;          // the core is built for the full step's nodes ...
-  int replicas = 1;            // ... divided among this many identical replicas
+  double replicas = 1;         // ... divided by the full step's replicas per simulated one
   // Each rank gets a ring peer host standing for its DP ring neighbours: a transfer to it
   // leaves through the rank's GPU link (and, across nodes, its NIC and the core) and
   // comes back in through the same, loading the rank's links as its outgoing and

@@ -109,8 +109,7 @@ void print_summary(const std::string& what, const sim::StepCosts& costs, const s
     std::printf("  context parallel cp %d: ring attention's hops beyond the attention they overlap %.4g s per step"
                 " (in compute)\n", summary["cp"].get<int>(), summary["cp_ring_exposed_s"].get<double>());
   std::printf("  (%zu events simulated in %.2f s wall", r.trace.events.size(), wall);
-  if (r.replicas > 1)
-    std::printf("; one of %d identical data-parallel replicas simulated, --exact simulates all", r.replicas);
+  if (r.reduced) std::printf("; %s", sim::describe_replicas(r.classes).c_str());
   else if (costs.dp > 1 && !exact)
     std::printf("; all %d data-parallel replicas simulated: %s", costs.dp, sim::why_not_reducible(costs, platform).c_str());
   std::printf(")\n");

@@ -1,5 +1,6 @@
 #include "sim/simulation.h"
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <simgrid/s4u.hpp>
@@ -9,6 +10,7 @@
 #include "sim/collectives.h"
 #include "sim/memory_estimate.h"
 #include "sim/rank_actor.h"
+#include "sim/replica_classes.h"
 #include "sim/simgrid_compat.h"
 
 namespace sg4 = simgrid::s4u;
@@ -57,9 +59,6 @@ std::string why_not_reducible(const StepCosts& costs, const Platform& p) {
   if (!p.xml_file.empty()) return "a SimGrid XML platform";
   if (p.cores_per_node > 0) return "ranks share CPU cores";
   if (!p.measured_latencies.empty()) return "message latencies are drawn";
-  if (!p.rank_speed.empty()) return "stragglers";
-  if (!p.nic_factor.empty()) return "degraded or failed NICs";
-  if (p.jitter.active()) return "per-op jitter";
   if (p.topology != Topology::Switch) return "a " + topology_name(p.topology) + " network (replicas share its uplinks unevenly)";
   if (p.hierarchical_collectives) return "hierarchical all-reduces";
   if (world > p.gpus_per_node && p.nics_per_node < p.gpus_per_node) return "replicas share NICs";
@@ -77,6 +76,12 @@ std::string why_not_reducible(const StepCosts& costs, const Platform& p) {
   // (measured: the step within 0.2% of --exact, the bubble within 0.4%).
   if (hops == RingHops::Paired && p.oversubscription > 1)
     return "an oversubscribed core and DP ring hops of which only some cross nodes";
+  // Paired, one direction each: the first member's NIC takes the ring step in, the second's
+  // the step out.  A failed NIC puts two members on one NIC — in the full step one uses it
+  // inbound, the other outbound; their stand-in transfers would share both directions
+  // (measured: 28% slow).
+  const bool failed_nic = std::any_of(p.nic_factor.begin(), p.nic_factor.end(), [](const auto& f) { return f.second == 0; });
+  if (hops == RingHops::Paired && failed_nic) return "a failed NIC where DP ring hops alternate inside and across nodes";
   return "";
 }
 
@@ -84,14 +89,16 @@ namespace {
 
 core::Mesh simulated_mesh(int dp, int tp, int pp) { return core::Mesh::from_axes({dp, tp, pp}, core::all_axes()); }
 
-// Replica 0's ranks where they sit in the full step (the reduced model).
-ReducedLayout reduced_layout(const StepCosts& costs, const Platform& platform, const core::Mesh& mesh, int replicas) {
+// The simulated replicas' ranks where they sit in the full step (the reduced model).
+ReducedLayout reduced_layout(const StepCosts& costs, const Platform& platform, const core::Mesh& mesh,
+                             const ReplicaClasses& classes) {
   ReducedLayout layout;
   const core::Mesh full = simulated_mesh(costs.dp, costs.tp, costs.schedule.pp);
   for (int r = 0; r < mesh.world_size(); ++r)
-    layout.placement.push_back(full.rank({0, mesh.coord(r, core::Axis::Tp), mesh.coord(r, core::Axis::Pp)}));
+    layout.placement.push_back(full.rank({classes.simulated[static_cast<size_t>(mesh.coord(r, core::Axis::Dp))],
+                                          mesh.coord(r, core::Axis::Tp), mesh.coord(r, core::Axis::Pp)}));
   layout.full_ranks = full.world_size();
-  layout.replicas = replicas;
+  layout.replicas = static_cast<double>(costs.dp) / static_cast<double>(classes.simulated.size());
   layout.ring_across_nodes = ring_hops(costs, platform) != RingHops::Inside;
   return layout;
 }
@@ -119,39 +126,66 @@ std::vector<std::pair<int, int>> message_pairs(const StepCosts& costs, const Pla
   return {pairs.begin(), pairs.end()};
 }
 
-// The step's trace, step time and bubble; a reduced step's busy and exposed times copied
-// to the replicas it stands for.
-void collect_result(SimStep& step, const core::Mesh& mesh, int replicas, SimResult& result) {
+// The bubble of a step whose simulated replicas stand for different numbers of
+// replicas: core::measured_bubble_fraction with each simulated rank's compute counted
+// once for every replica it stands for.
+double weighted_bubble_fraction(const core::Trace& t, const core::Mesh& mesh, const ReplicaClasses& classes) {
+  double lo = 1e300, hi = -1e300, busy = 0;
+  for (const auto& e : t.events) {
+    if (e.lane != core::Lane::Compute || e.kind == "optimizer") continue;
+    lo = std::min(lo, e.ts_us);
+    hi = std::max(hi, e.end_us());
+    busy += e.dur_us * classes.stands_for[static_cast<size_t>(mesh.coord(e.rank, core::Axis::Dp))];
+  }
+  const double ranks = static_cast<double>(mesh.world_size()) / classes.simulated.size() * classes.class_of.size();
+  return hi > lo ? 1.0 - busy / (ranks * (hi - lo)) : 0.0;
+}
+
+// The step's trace, step time and bubble; the busy and exposed times of the replicas the
+// simulated ones stand for copied from them, replica after replica.
+void collect_result(SimStep& step, const core::Mesh& mesh, const ReplicaClasses& classes, SimResult& result) {
   core::Trace& t = step.recorder.trace;
   t.source = "sim";
   const int world = mesh.world_size();
   // The simulated dp axis holds the dp × cp replicas, cp innermost (the mesh's tp-cp-dp-pp).
   const int cp = step.costs.cp;
   for (int r = 0; r < world; ++r) {
-    const int replica = mesh.coord(r, core::Axis::Dp);
+    const int replica = classes.simulated[static_cast<size_t>(mesh.coord(r, core::Axis::Dp))];
     t.ranks.push_back({replica / cp, mesh.coord(r, core::Axis::Tp), mesh.coord(r, core::Axis::Pp), replica % cp});
   }
   for (const auto& e : t.events) result.step_time_s = std::max(result.step_time_s, e.end_us() / 1e6);
-  result.bubble_fraction = core::measured_bubble_fraction(t);
+  result.bubble_fraction = classes.unequal() ? weighted_bubble_fraction(t, mesh, classes) : core::measured_bubble_fraction(t);
+  for (const auto& e : t.events)
+    result.events += classes.stands_for[static_cast<size_t>(mesh.coord(e.rank, core::Axis::Dp))];
   result.trace = std::move(t);
-  if (replicas == 1) return;
-  result.replicas = replicas;  // every replica's ranks did what replica 0's did
-  for (int d = 1; d < replicas; ++d)
-    for (int r = 0; r < world; ++r) {
-      result.busy_s.push_back(result.busy_s[r]);
-      result.exposed_comm_s.push_back(result.exposed_comm_s[r]);
-    }
+  result.classes = classes;
+  if (classes.simulated.size() == classes.class_of.size()) return;  // every replica simulated
+  const std::vector<double> busy = std::move(result.busy_s), exposed = std::move(result.exposed_comm_s);
+  result.busy_s.clear();
+  result.exposed_comm_s.clear();
+  for (int stand_in : classes.class_of)
+    for (int r = 0; r < world; ++r)
+      if (mesh.coord(r, core::Axis::Dp) == stand_in) {
+        result.busy_s.push_back(busy[static_cast<size_t>(r)]);
+        result.exposed_comm_s.push_back(exposed[static_cast<size_t>(r)]);
+      }
 }
 
 }  // namespace
 
+ReplicaClasses simulated_replicas(const StepCosts& costs, const Platform& platform, bool exact) {
+  if (exact || !why_not_reducible(costs, platform).empty()) return all_replicas(costs.dp);
+  return replica_classes(costs, platform);
+}
+
 SimResult simulate_step(const StepCosts& costs, const Platform& platform, bool exact) {
   const bool reduced = !exact && why_not_reducible(costs, platform).empty();
-  check_simulation_fits(costs, false, reduced);  // refused with a message, never killed silently
-  const int replicas = reduced ? costs.dp : 1;
-  const core::Mesh mesh = simulated_mesh(costs.dp / replicas, costs.tp, costs.schedule.pp);
+  const ReplicaClasses classes = simulated_replicas(costs, platform, exact);
+  const int simulated = static_cast<int>(classes.simulated.size());
+  check_simulation_fits(costs, false, reduced ? simulated : 0);  // refused with a message, never killed silently
+  const core::Mesh mesh = simulated_mesh(simulated, costs.tp, costs.schedule.pp);
   const int world = mesh.world_size();
-  const ReducedLayout layout = reduced ? reduced_layout(costs, platform, mesh, replicas) : ReducedLayout{};
+  const ReducedLayout layout = reduced ? reduced_layout(costs, platform, mesh, classes) : ReducedLayout{};
 
   sg4::Engine engine = make_engine();
   const PlatformHosts hosts =
@@ -164,16 +198,24 @@ SimResult simulate_step(const StepCosts& costs, const Platform& platform, bool e
   result.exposed_comm_s.assign(world, 0);
   SimStep step{costs, platform, mesh, hosts, draws.get(), result, {}, std::vector<sg4::ActorPtr>(world),
                std::vector<sg4::ActorPtr>(world), {}};
-  step.reduced = reduced;
+  step.reduced = result.reduced = reduced;
+  if (costs.dp > 1) step.buckets = std::vector<BucketQueue>(static_cast<size_t>(world));
+  step.full_rank = reduced ? layout.placement : std::vector<int>{};
   // A DP ring hop in the full step: inside the node when every rank is on one.
   step.dp_ring_latency = layout.ring_across_nodes ? platform.intra_latency + platform.inter_latency : platform.intra_latency;
+  // One meeting place per DP group for its buckets, one for its parameter all-gathers.
+  if (costs.dp > 1 && !draws && platform.cores_per_node == 0)
+    for (int g = 0; g < costs.tp * costs.schedule.pp; ++g) {
+      step.bucket_meetings.push_back(std::make_unique<ReplicaMeeting>(classes));
+      step.gather_meetings.push_back(std::make_unique<ReplicaMeeting>(classes));
+    }
   if (costs.dp > 1)
     for (int r = 0; r < world; ++r)
       start_actor("dp-stream" + std::to_string(r), hosts.ranks[r], [&step, r] { dp_stream(step, r); });
   for (int r = 0; r < world; ++r)
     start_actor("rank" + std::to_string(r), hosts.ranks[r], [&step, r] { rank_actor(step, r); });
   engine.run();
-  collect_result(step, mesh, replicas, result);
+  collect_result(step, mesh, classes, result);
   return result;
 }
 

@@ -17,15 +17,19 @@
 
 #include "core/trace.h"
 #include "sim/platform.h"
+#include "sim/replica_classes.h"
 #include "sim/step_costs.h"
 
 namespace quintnet::sim {
 
 struct SimResult {
-  // Data-parallel replicas the simulated ranks stand for: 1 for a full simulation, dp
-  // when the reduced model simulated one replica (busy_s and exposed_comm_s are then
-  // copied to every replica's ranks; the trace holds replica 0's).
-  int replicas = 1;
+  // The data-parallel replicas simulated and what each stands for: every replica as
+  // itself in a full simulation; in a reduced one the what-ifs' replicas and stand-ins
+  // for the others (busy_s and exposed_comm_s are then copied to every replica's ranks;
+  // the trace holds the simulated replicas').
+  ReplicaClasses classes;
+  bool reduced = false;  // sim/simulation.h's reduced model (DP rings as transfers to ring peers)
+  long long events = 0;  // of the whole step: each simulated replica's times what it stands for
   double step_time_s = 0;
   double bubble_fraction = 0;           // core::measured_bubble_fraction of the trace
   std::vector<double> busy_s;           // compute time per rank
@@ -34,18 +38,22 @@ struct SimResult {
 };
 
 // The reduced model.  The dp replicas of a plan run identical ops at identical times
-// when nothing tells them apart: no stragglers, degraded NICs or jitter, no drawn
-// latencies, no shared CPU cores, no SimGrid XML platform, one switch (no leaf or rail
-// tiers, whose uplinks the replicas share unevenly), ring DP all-reduces, and a layout where every replica's ring
+// when nothing but the what-ifs tells them apart: no drawn latencies, no shared CPU
+// cores, no SimGrid XML platform, one switch (no leaf or rail tiers, whose uplinks the
+// replicas share unevenly), ring DP all-reduces, and a layout where every replica's ring
 // hops look alike — all ranks on one node, or each replica on whole nodes (tp × pp a
-// multiple of the GPUs per node).  Then one replica is simulated; each DP ring step of
-// a member becomes one transfer to itself over its own links — out through its GPU
-// link and NIC, through the core, back in through its NIC and GPU link — which loads
-// each of those links exactly as the member's outgoing and incoming hops do in the full
-// step, and the core (shared by all nodes) is built for one replica's nodes, so each
-// flow gets the share it gets among all replicas' flows.  Returns "" when the plan
-// reduces, else why not.
+// multiple of the GPUs per node).  Then one replica is simulated for all, or (what-ifs)
+// the replicas sim/replica_classes.h picks; each DP ring step of a member becomes one
+// transfer to itself over its own links — out through its GPU link and NIC, through
+// the core, back in through its NIC and GPU link — which loads each of those links
+// exactly as the member's outgoing and incoming hops do in the full step, and the core
+// (shared by all nodes) is built for the full step's nodes and divided by the replicas
+// per simulated one, so each flow gets the share it gets among all replicas' flows.
+// Returns "" when the plan reduces, else why not.
 std::string why_not_reducible(const StepCosts& costs, const Platform& platform);
+
+// The replicas a step simulates: all when `exact` or the plan does not reduce.
+ReplicaClasses simulated_replicas(const StepCosts& costs, const Platform& platform, bool exact);
 
 // Simulates one training step — reduced when it can be (see above) unless `exact`.
 // Only once per process: SimGrid has one engine.  Throws core::UserError before

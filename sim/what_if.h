@@ -1,8 +1,8 @@
 #pragma once
 // What-if inputs from the command line, applied to a Platform before a step is
 // simulated: stragglers (slow ranks or nodes), degraded or failed NICs, per-op jitter.
-// Each breaks the symmetry of data-parallel replicas, so a plan with any of them is
-// simulated in full (sim::why_not_reducible).
+// Each breaks the symmetry of data-parallel replicas: the reduced model simulates the
+// replicas they touch beside a stand-in for the others (sim/replica_classes.h).
 #include <random>
 #include <string>
 

@@ -44,7 +44,7 @@ void simulate(benchmark::State& state, const std::string& model, int tp, int pp,
       const sim::SimResult r = sim::simulate_step(sp, platform, exact);
       struct rusage usage {};
       getrusage(RUSAGE_SELF, &usage);
-      const double out[3] = {static_cast<double>(r.trace.events.size()) * r.replicas, r.step_time_s,
+      const double out[3] = {static_cast<double>(r.events), r.step_time_s,
                              static_cast<double>(usage.ru_maxrss) * 1024};
       if (write(fds[1], out, sizeof(out)) != sizeof(out)) _exit(1);
       _exit(0);

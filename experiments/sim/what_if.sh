@@ -46,10 +46,10 @@ for row in "${rows[@]}"; do
   # shellcheck disable=SC2086
   json="$("$bin/quintnet-simulate" --config "$plan" --model "$model" --seq 2048 --platform "$platform" \
           --nodes "$nodes" --json $extra)"
-  read -r step bubble comm once wall < <(python3 -c 'import json,sys; d=json.loads(sys.argv[1]);
-print(d["step_time_s"], d["bubble_fraction"], d["exposed_comm_fraction"], d["replicas_simulated_once"], d["wall_s"])' "$json")
+  read -r step bubble comm simulated wall < <(python3 -c 'import json,sys; d=json.loads(sys.argv[1]);
+print(d["step_time_s"], d["bubble_fraction"], d["exposed_comm_fraction"], d["replicas_simulated"], d["wall_s"])' "$json")
   [ -n "$base" ] || base="$step"
-  python3 -c 'import sys; l,s,b,bu,c,o,w=sys.argv[1:]; s,b,bu,c,w=map(float,(s,b,bu,c,w)); once="1 of "+o if int(o)>1 else "all";
-print(f"| {l} | {s:.4f} s | {100*(s-b)/b:+.2f}% | {bu:.3f} | {100*c:.1f}% | {once} | {w:.1f} s |")' \
-    "$label" "$step" "$base" "$bubble" "$comm" "$once" "$wall"
+  python3 -c 'import sys; l,s,b,bu,c,n,dp,w=sys.argv[1:]; s,b,bu,c,w=map(float,(s,b,bu,c,w)); n="all" if n==dp else n+" of "+dp;
+print(f"| {l} | {s:.4f} s | {100*(s-b)/b:+.2f}% | {bu:.3f} | {100*c:.1f}% | {n} | {w:.1f} s |")' \
+    "$label" "$step" "$base" "$bubble" "$comm" "$simulated" "$dp" "$wall"
 done

@@ -24,6 +24,9 @@
 set -euo pipefail
 bin="$1" work="$2" case="$3"
 mkdir -p "$work"
+# A previous run's files would end the waits for "steps logged" at once (and cut the link
+# before node 1 has joined): start from none.
+rm -rf "$work"/*.jsonl "$work"/*.out "$work/ckpt"
 
 skip() { echo "skipped: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "network namespaces need root"
