@@ -16,7 +16,7 @@
 
 namespace quintnet::core {
 
-double measured_bubble_fraction(const Trace& trace) {
+double measured_bubble_fraction(const Trace& trace, const std::vector<double>& rank_weights) {
   struct Window {
     double lo = 1e300, hi = -1e300, busy = 0;
   };
@@ -26,13 +26,15 @@ double measured_bubble_fraction(const Trace& trace) {
     Window& w = steps[e.step];
     w.lo = std::min(w.lo, e.ts_us);
     w.hi = std::max(w.hi, e.end_us());
-    w.busy += e.dur_us;
+    w.busy += rank_weights.empty() ? e.dur_us : e.dur_us * rank_weights[static_cast<size_t>(e.rank)];
   }
+  double ranks = static_cast<double>(trace.num_ranks());
+  if (!rank_weights.empty()) ranks = std::accumulate(rank_weights.begin(), rank_weights.end(), 0.0);
   double sum = 0;
   int counted = 0;
   for (const auto& [step, w] : steps) {
     if (w.hi <= w.lo || trace.num_ranks() == 0) continue;
-    sum += 1.0 - w.busy / (static_cast<double>(trace.num_ranks()) * (w.hi - w.lo));
+    sum += 1.0 - w.busy / (ranks * (w.hi - w.lo));
     ++counted;
   }
   return counted ? sum / counted : 0.0;

@@ -13,7 +13,9 @@ namespace quintnet::core {
 // first compute start to its last compute end over all ranks (optimizer excluded) —
 // ScheduleStats::bubble_fraction's definition, so the two compare directly —
 // averaged over the steps in the trace.
-double measured_bubble_fraction(const Trace& trace);
+// `rank_weights` (by rank; empty: 1 each): how many ranks each traced rank stands for —
+// a reduced simulation's replicas (sim/replica_classes.h).
+double measured_bubble_fraction(const Trace& trace, const std::vector<double>& rank_weights = {});
 
 // Median durations (µs) of the compute kinds, scaled to one rank's whole share of the
 // model (× chunks per rank); medians, not means: on an oversubscribed CPU a few ops are

@@ -137,7 +137,7 @@ void bind_trace(py::module_& m) {
                              },
                              "every event as a dict (quintnet.trace_arrays gives numpy columns)")
       .def("__len__", [](const core::Trace& t) { return t.events.size(); })
-      .def("bubble_fraction", &core::measured_bubble_fraction,
+      .def("bubble_fraction", [](const core::Trace& t) { return core::measured_bubble_fraction(t); },
            "idle share of the compute lanes inside the step windows (as `quintnet bubble` measures it)")
       .def("mean_step_time_us", &core::mean_step_time_us)
       .def(

@@ -126,21 +126,6 @@ std::vector<std::pair<int, int>> message_pairs(const StepCosts& costs, const Pla
   return {pairs.begin(), pairs.end()};
 }
 
-// The bubble of a step whose simulated replicas stand for different numbers of
-// replicas: core::measured_bubble_fraction with each simulated rank's compute counted
-// once for every replica it stands for.
-double weighted_bubble_fraction(const core::Trace& t, const core::Mesh& mesh, const ReplicaClasses& classes) {
-  double lo = 1e300, hi = -1e300, busy = 0;
-  for (const auto& e : t.events) {
-    if (e.lane != core::Lane::Compute || e.kind == "optimizer") continue;
-    lo = std::min(lo, e.ts_us);
-    hi = std::max(hi, e.end_us());
-    busy += e.dur_us * classes.stands_for[static_cast<size_t>(mesh.coord(e.rank, core::Axis::Dp))];
-  }
-  const double ranks = static_cast<double>(mesh.world_size()) / classes.simulated.size() * classes.class_of.size();
-  return hi > lo ? 1.0 - busy / (ranks * (hi - lo)) : 0.0;
-}
-
 // The step's trace, step time and bubble; the busy and exposed times of the replicas the
 // simulated ones stand for copied from them, replica after replica.
 void collect_result(SimStep& step, const core::Mesh& mesh, const ReplicaClasses& classes, SimResult& result) {
@@ -154,7 +139,12 @@ void collect_result(SimStep& step, const core::Mesh& mesh, const ReplicaClasses&
     t.ranks.push_back({replica / cp, mesh.coord(r, core::Axis::Tp), mesh.coord(r, core::Axis::Pp), replica % cp});
   }
   for (const auto& e : t.events) result.step_time_s = std::max(result.step_time_s, e.end_us() / 1e6);
-  result.bubble_fraction = classes.unequal() ? weighted_bubble_fraction(t, mesh, classes) : core::measured_bubble_fraction(t);
+  // Each simulated rank's compute counted once for every replica it stands for.
+  std::vector<double> weights;
+  if (classes.unequal())
+    for (int r = 0; r < world; ++r)
+      weights.push_back(classes.stands_for[static_cast<size_t>(mesh.coord(r, core::Axis::Dp))]);
+  result.bubble_fraction = core::measured_bubble_fraction(t, weights);
   for (const auto& e : t.events)
     result.events += classes.stands_for[static_cast<size_t>(mesh.coord(e.rank, core::Axis::Dp))];
   result.trace = std::move(t);
