@@ -1,6 +1,7 @@
 #include "sim/collectives.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace sg4 = simgrid::s4u;
 
@@ -30,6 +31,21 @@ double LatencyDraws::shared(const std::string& tag, int members, int hops) {
 
 namespace {
 
+// The member's inbox and its ring successor's (RingGroup): looked up, their receivers
+// set, until both receivers have registered; kept from then on.
+std::pair<sg4::Mailbox*, sg4::Mailbox*> mailboxes(RingGroup& g, const std::vector<sg4::ActorPtr>& actors) {
+  if (g.inbox) return {g.inbox, g.outbox};
+  const int n = static_cast<int>(g.ranks.size());
+  const int next = g.ranks[(g.index + 1) % n], me = g.ranks[g.index];
+  sg4::Mailbox* inbox = eager_mailbox(g.name + ":" + std::to_string(me), me, actors);
+  sg4::Mailbox* outbox = eager_mailbox(g.name + ":" + std::to_string(next), next, actors);
+  if (actors[static_cast<size_t>(next)] && actors[static_cast<size_t>(me)]) {
+    g.inbox = inbox;
+    g.outbox = outbox;
+  }
+  return {inbox, outbox};
+}
+
 // A ring all-reduce of `bytes`: 2(n-1) steps of bytes/n to the ring successor.  The
 // steps are folded into one transfer of 2(n-1)/n x bytes over the same route (the same
 // bytes on the same links) plus the 2(n-1) - 1 further route latencies, which keeps
@@ -38,16 +54,16 @@ namespace {
 // that many back-to-back all-reduces of the same size (the 2 per layer of an op).
 // `steps` ring steps of `chunk` bytes each to the ring successor, folded into one
 // transfer plus the steps - 1 further route latencies — or, with `draws` (the routes
-// then have no latency), a drawn latency for each step.
-void ring_phase(const RingGroup& g, const std::string& tag, int steps, double chunk,
-                const std::vector<sg4::ActorPtr>& actors, double latency, LatencyDraws* draws = nullptr) {
+// then have no latency), a drawn latency for each step, shared by the members of the
+// collective `tag`.
+void ring_phase(RingGroup& g, const std::string& tag, int steps, double chunk, const std::vector<sg4::ActorPtr>& actors,
+                double latency, LatencyDraws* draws = nullptr) {
   const int n = static_cast<int>(g.ranks.size());
   if (n <= 1 || steps <= 0) return;
-  const int next = g.ranks[(g.index + 1) % n], me = g.ranks[g.index];
+  const auto [inbox, outbox] = mailboxes(g, actors);
   static char token;
-  sg4::CommPtr send = eager_mailbox(tag + std::to_string(next), next, actors)
-                          ->put_async(&token, static_cast<uint64_t>(steps * chunk));
-  eager_mailbox(tag + std::to_string(me), me, actors)->get<char>();
+  sg4::CommPtr send = outbox->put_async(&token, static_cast<uint64_t>(steps * chunk));
+  inbox->get<char>();
   send->wait();
   if (draws) sg4::this_actor::sleep_for(draws->shared(tag, n, steps));
   else if (steps > 1 && latency > 0) sg4::this_actor::sleep_for((steps - 1) * latency);
@@ -59,15 +75,15 @@ void ring_allreduce(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>
                     LatencyDraws* draws) {
   const int n = static_cast<int>(g.ranks.size());
   if (n <= 1 || count <= 0) return;
-  const std::string tag = g.name + ":" + std::to_string(g.calls++) + ":";
-  ring_phase(g, tag, count * 2 * (n - 1), bytes / n, actors, latency, draws);
+  const int call = g.calls++;
+  ring_phase(g, draws ? g.name + ":" + std::to_string(call) : std::string(), count * 2 * (n - 1), bytes / n, actors,
+             latency, draws);
 }
 
 void ring_reduce_scatter(RingGroup& g, double bytes, const std::vector<sg4::ActorPtr>& actors, double latency) {
   const int n = static_cast<int>(g.ranks.size());
   if (n <= 1) return;
-  const std::string tag = g.name + ":" + std::to_string(g.calls++) + ":";
-  ring_phase(g, tag, n - 1, bytes / n, actors, latency);
+  ring_phase(g, "", n - 1, bytes / n, actors, latency);
 }
 
 void mirrored_ring(double bytes, int members, int steps, sg4::Host* member, sg4::Host* ring_peer, double latency) {
@@ -118,12 +134,11 @@ void hierarchical_allreduce(RingGroup& g, double bytes, const std::vector<sg4::A
     ring_allreduce(g, bytes, actors, hop_latency(g, p));
     return;
   }
-  const std::string tag = g.name + ":" + std::to_string(g.calls++) + ":";
   const int k = static_cast<int>(local.ranks.size()), nodes = static_cast<int>(across.ranks.size());
-  ring_phase(local, tag + "rs:", k - 1, bytes / k, actors, p.intra_latency);
-  ring_phase(across, tag + "x:", 2 * (nodes - 1), bytes / (static_cast<double>(k) * nodes), actors,
+  ring_phase(local, "", k - 1, bytes / k, actors, p.intra_latency);
+  ring_phase(across, "", 2 * (nodes - 1), bytes / (static_cast<double>(k) * nodes), actors,
              p.intra_latency + p.inter_latency);
-  ring_phase(local, tag + "ag:", k - 1, bytes / k, actors, p.intra_latency);
+  ring_phase(local, "", k - 1, bytes / k, actors, p.intra_latency);
 }
 
 }  // namespace

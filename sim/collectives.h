@@ -14,13 +14,18 @@
 
 namespace quintnet::sim {
 
-// The ranks of a group and this rank's index in it; collectives count their calls so
-// every member's n-th all-reduce meets the others' n-th.
+// The ranks of a group and this rank's index in it.  Its collectives pass through one
+// mailbox per member (named by the group and the member, made on first use), in order:
+// every member runs the group's collectives in the same order and receives only from its
+// ring predecessor, so its n-th receive is its predecessor's n-th send.  `calls` counts
+// them for the latency draws a collective's members share.
 struct RingGroup {
   std::string name;
   std::vector<int> ranks;
   int index = 0;
   int calls = 0;
+  simgrid::s4u::Mailbox* inbox = nullptr;   // this member's, once its receiver is known
+  simgrid::s4u::Mailbox* outbox = nullptr;  // its ring successor's
 };
 
 // A mailbox whose messages start moving as soon as they are posted: `receiver` (an

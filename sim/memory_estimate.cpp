@@ -12,7 +12,10 @@
 namespace quintnet::sim {
 namespace {
 
-constexpr double kProcessBytes = 30e6, kPerRankBytes = 60e3, kPerEventBytes = 400, kPerTracedEventBytes = 2800;
+// Fit to the peaks of docs/SIMULATOR.md's curve (GPT-3 175B, a straggler, 1,024 to 16,384
+// ranks simulated in full, and the reduced 131,072; jemalloc): 40 MB for the process, 99 kB
+// per rank of actors, mailboxes and events.
+constexpr double kProcessBytes = 40e6, kPerRankBytes = 40e3, kPerEventBytes = 250, kPerTracedEventBytes = 2800;
 // SimGrid's full zone keeps a route slot for every pair of hosts.
 constexpr double kPerHostPairBytes = 8;
 

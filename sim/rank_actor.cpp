@@ -134,12 +134,12 @@ class RankActor : public core::ScheduleHandler {
   void send(const core::Step& st) override {
     const int to = rank_of_stage(st.message->to_stage);
     const double t0 = sg4::Engine::get_clock();
-    const std::string box = message_box(*st.message, to);
-    w_.posted[box] = t0;
     // Detached: the receiver's RECV waits for the bytes; the sender keeps no handle
-    // (SimGrid scans an actor's pending activities linearly).
-    static char payload;
-    p2p_mailbox(box, to)->put_init(&payload, static_cast<uint64_t>(message_bytes()))->detach();
+    // (SimGrid scans an actor's pending activities linearly).  The payload is when the
+    // send was posted (the receiver's exposed time and flow arrow start there).
+    p2p_mailbox(message_box(*st.message, to), to)
+        ->put_init(new double(t0), static_cast<uint64_t>(message_bytes()))
+        ->detach([](void* posted) { delete static_cast<double*>(posted); });  // if it never arrives
     w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t0, st.action.mb, st.action.chunk, message_bytes(), to);
   }
 
@@ -151,13 +151,13 @@ class RankActor : public core::ScheduleHandler {
   void recv(const core::Step& st) override {
     const int from = rank_of_stage(st.message->from_stage);
     const double t0 = sg4::Engine::get_clock();
-    const std::string box = message_box(*st.message, r_);
-    p2p_mailbox(box, r_)->get<char>();
+    // The sender made the mailbox eager (set its receiver) where the platform's are.
+    const std::unique_ptr<double> posted(sg4::Mailbox::by_name(message_box(*st.message, r_))->get<double>());
     if (w_.draws) sg4::this_actor::sleep_for(w_.draws->sum(1));
     const double t1 = sg4::Engine::get_clock();
     // Waiting for the sender to get there is a bubble; waiting for the bytes is communication.
-    w_.result.exposed_comm_s[r_] += t1 - std::max(t0, w_.posted[box]);
-    w_.recorder.flow(from, w_.posted[box], r_, t1);
+    w_.result.exposed_comm_s[r_] += t1 - std::max(t0, *posted);
+    w_.recorder.flow(from, *posted, r_, t1);
     w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, st.action.mb, st.action.chunk, message_bytes(), from);
     if (scatter_gather()) {  // the whole tensor back on every tp rank, over NVLink
       ring_all_gather(tp_group_, costs_.p2p_bytes, w_.ranks, hop_latency(tp_group_, w_.platform));

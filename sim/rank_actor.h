@@ -6,7 +6,6 @@
 //   dp_stream   one per rank when dp > 1: all-reduces the gradient buckets the rank's
 //               backward passes release, in order, while the rank computes on.
 #include <deque>
-#include <map>
 #include <memory>
 #include <simgrid/s4u.hpp>
 #include <string>
@@ -53,7 +52,6 @@ struct SimStep {
   Recorder recorder;
   std::vector<simgrid::s4u::ActorPtr> ranks;    // the rank actors (receivers of eager mailboxes)
   std::vector<simgrid::s4u::ActorPtr> streams;  // the DP streams
-  std::map<std::string, double> posted;         // message mailbox -> when its send was posted
   std::vector<BucketQueue> buckets{};           // per rank
   // The reduced model (sim/simulation.h): some replicas simulated, a DP ring hop as a
   // transfer to itself taking this latency; each simulated rank's rank in the full step

@@ -13,16 +13,12 @@ bin="${1:-${QN_BUILD_DIR:-$root/build}/bin}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-cat >"$work/gpt3_131k.yaml" <<'YAML'
-model: gpt2
-model_config: {n_embd: 12288, n_layer: 96, n_head: 96}
-batch_size: 16384
-grad_acc_steps: 16
-device_type: cuda
-mesh_dim: [1024, 8, 16]
-mesh_name: [dp, tp, pp]
-schedule: 1f1b
-YAML
+# GPT-3 175B with dp as given, the global batch 16 microbatches of one sample per replica.
+gpt3_plan() {
+  sed -e "s/mesh_dim: \[16, 8, 16\]/mesh_dim: [$1, 8, 16]/" -e "s/batch_size: 256/batch_size: $((16 * $1))/" \
+    "$root/experiments/sim/gpt3_175b_megatron.yaml" >"$2"
+}
+gpt3_plan 1024 "$work/gpt3_131k.yaml"
 
 # One simulation: its --json summary and /usr/bin/time's "wall s, peak KB".
 simulate() {
@@ -77,8 +73,7 @@ echo
 echo "| GPUs | model | events | wall | events/s | peak RSS | estimated before | bytes per event |"
 echo "|---|---|---|---|---|---|---|---|"
 for dp in 8 32 128 1024; do
-  sed -e "s/mesh_dim: \[1024, 8, 16\]/mesh_dim: [$dp, 8, 16]/" -e "s/batch_size: 16384/batch_size: $((16 * dp))/" \
-    "$work/gpt3_131k.yaml" >"$work/curve.yaml"
+  gpt3_plan "$dp" "$work/curve.yaml"
   for exact in "" --exact; do
     [ "$dp" -gt 128 ] && [ -n "$exact" ] && continue  # the full simulation of 131,072 GPUs needs ~150 GiB
     # shellcheck disable=SC2086
