@@ -16,11 +16,12 @@ ModelDims gpt(const std::string& name, int layers, int hidden, int heads, int se
 // The Llama 3 herd (Llama Team, "The Llama 3 Herd of Models", 2024, Table 3, and the
 // models' config.json): grouped-query attention with 8 key/value heads, SwiGLU, RMSNorm,
 // no biases, rotary positions, an untied head over a 128,256-token vocabulary; 8,192
-// tokens of context in pre-training.
-ModelDims llama3(const std::string& name, int layers, int hidden, int heads, int ffn) {
+// tokens of context in pre-training.  Llama 3.2's 1B and 3B (their config.json) tie the
+// head to the embedding.
+ModelDims llama3(const std::string& name, int layers, int hidden, int heads, int ffn, bool tied = false) {
   ModelDims d;
   d.name = name;
-  d.inputs = Inputs::TokensRotaryPositions, d.head = Head::UntiedVocabulary;
+  d.inputs = Inputs::TokensRotaryPositions, d.head = tied ? Head::TiedVocabulary : Head::UntiedVocabulary;
   d.layers = layers, d.hidden = hidden, d.heads = heads, d.ffn = ffn, d.kv_heads = 8, d.vocab = 128256, d.seq = 8192;
   d.gated_mlp = true, d.biases = false, d.dropout = false;
   return d;
@@ -34,6 +35,7 @@ const std::vector<ModelDims>& presets() {
       gpt("gpt3-13b", 40, 5120, 40, 2048),    gpt("gpt3-175b", 96, 12288, 96, 2048),
       llama3("llama3-8b", 32, 4096, 32, 14336), llama3("llama3-70b", 80, 8192, 64, 28672),
       llama3("llama3-405b", 126, 16384, 128, 53248),
+      llama3("llama3.2-1b", 16, 2048, 32, 8192, /*tied=*/true), llama3("llama3.2-3b", 28, 3072, 24, 8192, /*tied=*/true),
   };
   return p;
 }
@@ -90,7 +92,7 @@ ModelDims model_dims(const std::string& name) {
 }
 
 ModelDims model_dims(const ModelConfig& c, int seq_len) {
-  return model_kind(c.kind).dims(c, seq_len);
+  return model_kind(c.kind()).dims(c, seq_len);
 }
 
 MemoryOptions MemoryOptions::of(const Plan& plan) {

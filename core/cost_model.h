@@ -23,8 +23,8 @@ enum class Inputs {
   ImagePatches          // patches projected, a class token and positions (ViT)
 };
 enum class Head {
-  TiedVocabulary,       // LayerNorm, then logits over the vocabulary with the embedding's weights (GPT)
-  UntiedVocabulary,     // RMSNorm, then logits over the vocabulary with weights of its own (Llama)
+  TiedVocabulary,       // the final norm, then logits with the embedding's weights (GPT-2, Llama 3.2 1B/3B)
+  UntiedVocabulary,     // the final norm, then logits with weights of its own (Llama 3 8B and up)
   ClassTokenClassifier  // LayerNorm and a classifier on the class token only (ViT)
 };
 
@@ -50,7 +50,8 @@ struct ModelDims {
 };
 
 // gpt2-124m, gpt2-355m, gpt2-774m, gpt2-1.5b, gpt3-1.3b, gpt3-6.7b, gpt3-13b, gpt3-175b,
-// llama3-8b, llama3-70b, llama3-405b; throws ConfigError naming the known ones.
+// llama3-8b, llama3-70b, llama3-405b, llama3.2-1b, llama3.2-3b; throws ConfigError naming
+// the known ones.
 ModelDims model_dims(const std::string& name);
 ModelDims model_dims(const ModelConfig& config, int seq_len);  // from a plan's model
 std::vector<std::string> known_models();

@@ -25,7 +25,7 @@ void refuse_what_is_not_built(const nlohmann::json& file, const std::string& ori
     if (file.contains(key) && file[key].is_object()) {
       const nlohmann::json& rope = file[key];
       const std::string type = rope.value("rope_type", rope.value("type", "default"));
-      if (type != "default") fail("rotary scaling '" + type + "' (" + key + ")");
+      if (type != "default" && type != "llama3") fail("rotary scaling '" + type + "' (" + key + ")");
     }
   for (const char* key : {"attention_bias", "mlp_bias"})
     if (file.value(key, false)) fail(std::string(key) + ": true");
@@ -48,9 +48,14 @@ ModelConfig model_config_from_hugging_face(const std::string& json_text, const s
   }
   if (!file.is_object()) throw ConfigError(origin + ": not a JSON object");
   refuse_what_is_not_built(file, origin);
-  // transformers 5 writes rope_theta inside rope_parameters.
-  if (!file.contains("rope_theta") && file.contains("rope_parameters") && file["rope_parameters"].contains("rope_theta"))
-    file["rope_theta"] = file["rope_parameters"]["rope_theta"];
+  // transformers 5 writes rope_theta and the scaling inside rope_parameters.
+  if (file.contains("rope_parameters") && file["rope_parameters"].is_object()) {
+    nlohmann::json rope = file["rope_parameters"];
+    if ((!file.contains("rope_theta") || file["rope_theta"].is_null()) && rope.contains("rope_theta"))
+      file["rope_theta"] = rope["rope_theta"];
+    rope.erase("rope_theta");
+    if (!file.contains("rope_scaling") || file["rope_scaling"].is_null()) file["rope_scaling"] = rope;
+  }
   nlohmann::json block = nlohmann::json::object();
   for (const PlanKey* k : block_keys(kind)) {
     const std::string leaf = key_builders::leaf(k->name);
@@ -64,7 +69,7 @@ std::vector<std::string> model_differences(const ModelConfig& file, const ModelC
   Plan a, b;
   a.model = file, b.model = plan;
   std::vector<std::string> out;
-  for (const PlanKey* k : block_keys(model_kind(plan.kind))) {
+  for (const PlanKey* k : block_keys(model_kind(plan.kind()))) {
     const nlohmann::json theirs = k->value(a), ours = k->value(b);
     if (theirs != ours)
       out.push_back(key_builders::leaf(k->name) + " " + theirs.dump() + " (the plan: " + ours.dump() + ")");

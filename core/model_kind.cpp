@@ -24,9 +24,17 @@ const ModelKind& model_kind(const std::string& name) {
 }
 
 // A model's sizes do not depend on the sequence length the cost model is given.
-int ModelConfig::layers() const { return model_kind(kind).dims(*this, 1).layers; }
-int ModelConfig::heads() const { return model_kind(kind).dims(*this, 1).heads; }
-int ModelConfig::hidden() const { return model_kind(kind).dims(*this, 1).hidden; }
-int ModelConfig::mlp_hidden() const { return model_kind(kind).dims(*this, 1).ffn; }
+std::string ModelConfig::kind() const {
+  return std::visit([](const auto& c) { return std::string(std::decay_t<decltype(c)>::kName); }, settings_);
+}
+
+void ModelConfig::wrong_model(const char* asked) const {
+  throw std::logic_error("the plan's model is " + kind() + ", not " + asked);
+}
+
+int ModelConfig::layers() const { return model_kind(kind()).dims(*this, 1).layers; }
+int ModelConfig::heads() const { return model_kind(kind()).dims(*this, 1).heads; }
+int ModelConfig::hidden() const { return model_kind(kind()).dims(*this, 1).hidden; }
+int ModelConfig::mlp_hidden() const { return model_kind(kind()).dims(*this, 1).ffn; }
 
 }  // namespace quintnet::core

@@ -24,17 +24,27 @@ struct Divisibility {
   std::string fix;  // what to do instead
 };
 
+// A condition a model puts on one feature: refused by `key` with `message` unless `met`.
+struct Requirement {
+  std::string key;
+  bool met;
+  std::string message;
+};
+
 struct ModelKind {
   std::string name;             // the plan's `model`
+  ModelConfig defaults;         // its settings when the plan gives none of its keys
   std::string title;            // for messages: "a ViT", "GPT-2"
   std::string key_block;        // the block holding its keys ("model_config"), or "" (top level)
   std::string default_dataset;  // "" leaves the choice to the executor (a data/ folder)
   std::string layers_key, heads_key, hidden_key;  // the keys of its sizes
   std::function<ModelDims(const ModelConfig&, int seq_len)> dims;  // its sizes and the cost model's view
   std::function<std::vector<Divisibility>(const ModelConfig&, int tp)> rules;  // besides heads and tp
-  // Whether its sequences may be split over a cp axis (a causal decoder whose positions
-  // are computed, not learned per absolute slot of a shard: Llama).
+  // Whether its sequences may be split over a cp axis (a causal decoder: each cp rank
+  // computes its two chunks' positions — rotary angles or rows of a learned table — and
+  // attends through the ring), and what it then asks of its settings.
   bool context_parallel = false;
+  std::function<std::vector<Requirement>(const ModelConfig&)> context_parallel_requirements;
   std::string key_section;  // its keys' section of docs/CONFIG.md ("Model: ViT")
   std::function<void(std::vector<PlanKey>&)> add_keys;  // declares its plan keys (core/plan_key_builders.h)
 };

@@ -34,7 +34,7 @@ LoadedPlan read_plan(ConfigReader& r, std::optional<int> world_size) {
   p.source = r.origin();
   const std::vector<PlanKey>& keys = plan_keys();
   keys.front().read(r, p);  // `model`: which model keys apply
-  const ModelKind& kind = model_kind(p.model.kind);
+  const ModelKind& kind = model_kind(p.model.kind());
   for (const ModelKind& other : model_kinds())
     if (!other.key_block.empty() && other.key_block != kind.key_block && r.has(other.key_block))
       r.fail(other.key_block, other.key_block + " describes " + other.title + " but model is '" + kind.name +

@@ -14,50 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/mesh.h"
+#include "core/model_config.h"
 #include "core/run_options.h"
 #include "core/schedule.h"
 
 namespace quintnet::core {
-
-struct ModelConfig {
-  std::string kind = "vit";  // a name in core/model_kind.cpp: "vit", "gpt2" or "llama"
-
-  // Vision Transformer (the original config's flat keys).
-  int img_size = 28;
-  int patch_size = 4;
-  int hidden_dim = 64;
-  int in_channels = 1;
-  int n_heads = 4;
-  int depth = 8;
-  int num_classes = 10;
-
-  // GPT-2 (the original's model_config block) and the Llama decoder (its llama_config
-  // block names them as Hugging Face's LlamaConfig does: hidden_size is n_embd, ...).
-  int vocab_size = 50257;
-  int n_positions = 1024;
-  int n_embd = 768;
-  int n_layer = 12;
-  int n_head = 12;
-  int n_inner = 3072;
-  double layer_norm_epsilon = 1e-5;  // the norm's epsilon: GPT-2's LayerNorm, Llama's RMSNorm
-
-  // Llama only: grouped-query attention's key/value heads (n_head of them: every query
-  // head its own) and the base of the rotary position embedding's frequencies.
-  int n_kv_head = 12;
-  double rope_theta = 500000.0;
-
-  // Dropout (ViT: one rate; GPT-2: attn/embd/resid).
-  double dropout = 0.0;
-  double attn_pdrop = 0.1;
-  double embd_pdrop = 0.1;
-  double resid_pdrop = 0.1;
-
-  // Whatever the kind (core/model_kind.cpp knows which keys hold them).
-  int layers() const;
-  int heads() const;
-  int hidden() const;
-  int mlp_hidden() const;
-};
 
 struct Plan {
   std::string source = "<defaults>";  // where it was loaded from, for messages

@@ -44,10 +44,12 @@ inline PlanKey declare(std::string name, std::string section, std::string type, 
 
 // Who writes a key: every plan (kEveryModel), or the plans of one model kind ("vit", "gpt2").
 inline const std::string kEveryModel;
-inline bool applies(const std::string& model, const Plan& p) { return model.empty() || model == p.model.kind; }
+inline bool applies(const std::string& model, const Plan& p) { return model.empty() || model == p.model.kind(); }
 
-// QN_KEY_FIELD(expr) names where a key lives: a function from a Plan to the member `p.expr`.
+// QN_KEY_FIELD(expr) names where a key lives: a function from a Plan to the member `p.expr`;
+// QN_MODEL_FIELD(Config, member) one of a model's settings (read only into that model's plans).
 #define QN_KEY_FIELD(expr) [](Plan& p) -> auto& { return p.expr; }
+#define QN_MODEL_FIELD(Config, member) [](Plan& p) -> auto& { return p.model.as<Config>().member; }
 
 template <typename Field>
 PlanKey integer(std::string name, const std::string& section, const std::string& who, std::int64_t lo, std::int64_t hi,
@@ -55,6 +57,7 @@ PlanKey integer(std::string name, const std::string& section, const std::string&
   PlanKey k = declare(name, section, "integer", range_text(static_cast<double>(lo), static_cast<double>(hi)), std::move(help));
   k.model = who;
   k.read = [=](ConfigReader& r, Plan& p) {
+    if (!applies(who, p)) return;  // another model's key (ViT's sit at the top level of every plan)
     auto& f = field(p);
     f = static_cast<std::decay_t<decltype(f)>>(r.get_int(leaf(name), static_cast<std::int64_t>(f), lo, hi));
   };
@@ -69,7 +72,9 @@ PlanKey number(std::string name, const std::string& section, const std::string& 
                std::string help) {
   PlanKey k = declare(name, section, "number", range_text(lo, hi), std::move(help));
   k.model = who;
-  k.read = [=](ConfigReader& r, Plan& p) { field(p) = r.get_double(leaf(name), field(p), lo, hi); };
+  k.read = [=](ConfigReader& r, Plan& p) {
+    if (applies(who, p)) field(p) = r.get_double(leaf(name), field(p), lo, hi);
+  };
   k.value = [=](const Plan& p) {
     return applies(who, p) ? nlohmann::json(field(const_cast<Plan&>(p))) : nlohmann::json();
   };
@@ -104,13 +109,19 @@ PlanKey choice(std::string name, const std::string& section, Field field, const 
   return k;
 }
 
-// A true/false key (none of the original configs had one).
+// A true/false key (none of the original configs had one); `who` as for integer().
 template <typename Field>
-PlanKey boolean(std::string name, const std::string& section, Field field, std::string help) {
+PlanKey boolean(std::string name, const std::string& section, Field field, std::string help,
+                const std::string& who = kEveryModel) {
   PlanKey k = declare(name, section, "true/false", "", std::move(help));
   k.original = false;
-  k.read = [=](ConfigReader& r, Plan& p) { field(p) = r.get_bool(name, field(p)); };
-  k.value = [=](const Plan& p) { return nlohmann::json(field(const_cast<Plan&>(p))); };
+  k.model = who;
+  k.read = [=](ConfigReader& r, Plan& p) {
+    if (applies(who, p)) field(p) = r.get_bool(leaf(name), field(p));
+  };
+  k.value = [=](const Plan& p) {
+    return applies(who, p) ? nlohmann::json(field(const_cast<Plan&>(p))) : nlohmann::json();
+  };
   return k;
 }
 

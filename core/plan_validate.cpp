@@ -51,7 +51,7 @@ class Checker {
     if (p_.sequence_parallel && p_.tp() < 2)
       fail("sequence_parallel", "true needs tensor parallelism (tp > 1); the mesh has tp = 1");
     if (p_.sequence_parallel) {  // each tp rank holds an equal part of its (cp part of the) tokens
-      const int tokens = model_kind(p_.model.kind).dims(p_.model, p_.max_seq_length).seq / p_.cp();
+      const int tokens = model_kind(p_.model.kind()).dims(p_.model, p_.max_seq_length).seq / p_.cp();
       if (tokens % p_.tp() != 0)
         fail("sequence_parallel", "the " + std::to_string(tokens) + " tokens per sample" +
                                   (p_.cp() > 1 ? " on each cp rank" : std::string()) + " do not split evenly "
@@ -67,10 +67,17 @@ class Checker {
   void check_context_parallel() const {
     const int cp = p_.cp();
     if (cp < 2) return;
-    const ModelKind& kind = model_kind(p_.model.kind);
-    if (!kind.context_parallel)
-      fail("mesh_dim", "cp = " + std::to_string(cp) + ", but " + kind.title + " has no context parallelism (only the "
-                       "llama model splits its sequences); set cp to 1");
+    const ModelKind& kind = model_kind(p_.model.kind());
+    if (!kind.context_parallel) {
+      std::string which;
+      for (const ModelKind& k : model_kinds())
+        if (k.context_parallel) which += (which.empty() ? "" : " and ") + k.name;
+      fail("mesh_dim", "cp = " + std::to_string(cp) + ", but " + kind.title + " has no context parallelism (only " +
+                           which + " split their sequences); set cp to 1");
+    }
+    if (kind.context_parallel_requirements)
+      for (const Requirement& r : kind.context_parallel_requirements(p_.model))
+        if (!r.met) fail(r.key, r.message);
     divisible("max_seq_length", p_.max_seq_length, "2 x cp", 2 * cp,
               "each cp rank holds two equal chunks of every sequence");
   }
@@ -127,7 +134,7 @@ class Checker {
   void check_model() const {
     const ModelConfig& m = p_.model;
     const int tp = p_.tp(), pp = p_.pp(), v = p_.virtual_stages;
-    const ModelKind& kind = model_kind(m.kind);
+    const ModelKind& kind = model_kind(m.kind());
     const std::string& heads_key = kind.heads_key;
     const std::string& hidden_key = kind.hidden_key;
     divisible(hidden_key, m.hidden(), heads_key, m.heads(),

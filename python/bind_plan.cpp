@@ -39,12 +39,12 @@ void bind_plan(py::module_& m) {
       .def_property_readonly("micro_batch_size", &core::Plan::micro_batch_size)
       .def_property_readonly("schedule", [](const core::Plan& p) { return p.schedule; })
       .def_property_readonly("strategy", &core::Plan::strategy)
-      .def_property_readonly("model", [](const core::Plan& p) { return p.model.kind; })
+      .def_property_readonly("model", [](const core::Plan& p) { return p.model.kind(); })
       .def_property_readonly("mesh", [](const core::Plan& p) { return p.mesh().shape_string(); })
       .def("to_dict", [](const core::Plan& p) { return from_json(p.to_json()); },
            "every key with its value, loadable again by load_plan")
       .def("__repr__", [](const core::Plan& p) {
-        return "<quintnet.Plan " + p.model.kind + " on " + p.mesh().shape_string() + ", " + p.schedule + ">";
+        return "<quintnet.Plan " + p.model.kind() + " on " + p.mesh().shape_string() + ", " + p.schedule + ">";
       });
 
   m.def("load_plan", [](const py::handle& source, std::optional<int> world_size) { return plan_from(source, world_size); },

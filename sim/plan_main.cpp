@@ -22,7 +22,7 @@ using core::cli::OptionSpec;
 using core::cli::UsageError;
 
 const std::vector<OptionSpec> kOptions = {
-    {"model", "NAME", "gpt2-124m ... gpt3-175b, llama3-8b, llama3-70b, llama3-405b [gpt3-175b]"},
+    {"model", "NAME", "gpt2-124m ... gpt3-175b, llama3-8b ... llama3-405b, llama3.2-1b, llama3.2-3b [gpt3-175b]"},
     {"gpus", "N", "GPUs to use [1024]"},
     {"platform", "NAME|FILE", "dgx-a100, dgx-h100, h200, a JSON description or a SimGrid platform .xml [dgx-a100]"},
     {"nodes", "N", "nodes of the platform [enough for --gpus]"},

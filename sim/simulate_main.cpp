@@ -29,7 +29,7 @@ const std::vector<OptionSpec> kOptions = {
     {"config", "PLAN", "the plan to simulate (YAML/JSON; the executor's plans load unchanged)"},
     {"platform", "NAME|FILE", "dgx-a100, dgx-h100, dgx-a100-superpod, dgx-h100-superpod, a100x4-fat-tree, h200, cpu-local, ideal, a JSON description or a SimGrid platform .xml [dgx-a100]"},
     {"nodes", "N", "override the platform's node count"},
-    {"model", "NAME", "simulate this model instead of the plan's (gpt2-124m ... gpt3-175b, llama3-8b, llama3-70b, llama3-405b)"},
+    {"model", "NAME", "simulate this model instead of the plan's (gpt2-124m ... gpt3-175b, llama3-8b, llama3-70b, llama3-405b, llama3.2-1b, llama3.2-3b)"},
     {"seq", "N", "sequence length with --model [the model's: 1,024 GPT-2, 2,048 GPT-3, 8,192 Llama 3]"},
     {"trace", "FILE", "write the simulated step as a Chrome trace (source: sim)"},
     {"json", "", "print the summary as JSON"},

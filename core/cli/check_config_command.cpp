@@ -45,7 +45,7 @@ int check_config_command(int argc, char** argv) {
     }
     const ModelConfig& m = p.model;
     std::cout << p.source << ": ok\n"
-              << "  model      : " << m.kind << "  layers " << m.layers() << ", hidden " << m.hidden() << ", heads "
+              << "  model      : " << m.kind() << "  layers " << m.layers() << ", hidden " << m.hidden() << ", heads "
               << m.heads() << '\n'
               << "  mesh       : " << p.mesh().shape_string() << "  (" << p.world_size() << " ranks, strategy "
               << p.strategy() << ")\n"

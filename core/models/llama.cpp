@@ -16,54 +16,97 @@ const std::string kSection = "Model: Llama (the `llama_config` block, Hugging Fa
 // hidden 4,096, as in Llama 2 7B and LlamaConfig's defaults).
 int default_intermediate(int hidden) { return (8 * hidden / 3 + 255) / 256 * 256; }
 
+// `rope_scaling`, as Hugging Face's config.json writes it: {rope_type: llama3, factor,
+// low_freq_factor, high_freq_factor, original_max_position_embeddings}; rope_type
+// default (or no block) is none.  Other scalings (linear, dynamic, yarn) are refused.
+PlanKey rope_scaling_key() {
+  PlanKey k = declare("llama_config.rope_scaling", kSection, "object",
+                      "rope_type llama3: factor, low_freq_factor, high_freq_factor, original_max_position_embeddings",
+                      "Llama 3.1's rotary scaling for long contexts (Hugging Face's rope_scaling)");
+  k.model = LlamaConfig::kName;
+  k.original = false;
+  k.read = [](ConfigReader& r, Plan& p) {
+    if (!r.has("rope_scaling")) return;
+    ConfigReader block = r.child("rope_scaling");
+    const std::string type = block.get_string("rope_type", block.get_string("type", "default"));
+    RopeScaling& s = p.model.as<LlamaConfig>().rope_scaling;
+    if (type == "default") {
+      s = RopeScaling();
+      return;
+    }
+    if (type != "llama3") r.fail("rope_scaling", "rope_type '" + type + "' is not implemented; choose llama3 or default");
+    s.factor = block.get_double("factor", s.factor, 1.0, 1e6);
+    s.low_freq_factor = block.get_double("low_freq_factor", s.low_freq_factor, 1e-6, 1e6);
+    s.high_freq_factor = block.get_double("high_freq_factor", s.high_freq_factor, 1e-6, 1e6);
+    s.original_max_position_embeddings = static_cast<int>(
+        block.get_int("original_max_position_embeddings", s.original_max_position_embeddings, 1, 1 << 24));
+    if (s.high_freq_factor <= s.low_freq_factor)
+      r.fail("rope_scaling", "high_freq_factor must exceed low_freq_factor (Llama 3.1: 4 and 1)");
+  };
+  k.value = [](const Plan& p) {
+    if (!p.model.is<LlamaConfig>() || !p.model.as<LlamaConfig>().rope_scaling.scales()) return nlohmann::json();
+    const RopeScaling& s = p.model.as<LlamaConfig>().rope_scaling;
+    return nlohmann::json{{"rope_type", "llama3"}, {"factor", s.factor}, {"low_freq_factor", s.low_freq_factor},
+                          {"high_freq_factor", s.high_freq_factor},
+                          {"original_max_position_embeddings", s.original_max_position_embeddings}};
+  };
+  return k;
+}
+
 void add_keys(std::vector<PlanKey>& keys) {
   auto add = [&](PlanKey k) {
     k.original = false;  // QuintNet's own: the original configs knew ViT and GPT-2
     keys.push_back(std::move(k));
   };
-  const std::string who = "llama";
-  add(integer("llama_config.vocab_size", kSection, who, 1, 1 << 24, QN_KEY_FIELD(model.vocab_size), "vocabulary size"));
-  add(integer("llama_config.max_position_embeddings", kSection, who, 1, 1 << 24, QN_KEY_FIELD(model.n_positions),
+  const std::string who = LlamaConfig::kName;
+  add(integer("llama_config.vocab_size", kSection, who, 1, 1 << 24, QN_MODEL_FIELD(LlamaConfig, vocab_size), "vocabulary size"));
+  add(integer("llama_config.max_position_embeddings", kSection, who, 1, 1 << 24, QN_MODEL_FIELD(LlamaConfig, max_position_embeddings),
               "longest sequence (rotary positions have no table; sequences beyond it are refused)"));
-  add(integer("llama_config.hidden_size", kSection, who, 1, 1 << 20, QN_KEY_FIELD(model.n_embd), "hidden size"));
-  add(integer("llama_config.num_hidden_layers", kSection, who, 1, 1 << 16, QN_KEY_FIELD(model.n_layer),
+  add(integer("llama_config.hidden_size", kSection, who, 1, 1 << 20, QN_MODEL_FIELD(LlamaConfig, hidden_size), "hidden size"));
+  add(integer("llama_config.num_hidden_layers", kSection, who, 1, 1 << 16, QN_MODEL_FIELD(LlamaConfig, num_hidden_layers),
               "decoder layers"));
-  add(integer("llama_config.num_attention_heads", kSection, who, 1, 1 << 16, QN_KEY_FIELD(model.n_head),
+  add(integer("llama_config.num_attention_heads", kSection, who, 1, 1 << 16, QN_MODEL_FIELD(LlamaConfig, num_attention_heads),
               "query heads"));
-  PlanKey kv = integer("llama_config.num_key_value_heads", kSection, who, 1, 1 << 16, QN_KEY_FIELD(model.n_kv_head),
+  PlanKey kv = integer("llama_config.num_key_value_heads", kSection, who, 1, 1 << 16, QN_MODEL_FIELD(LlamaConfig, num_key_value_heads),
                        "key/value heads (grouped-query attention: each serves num_attention_heads / this many)");
   kv.read = [](ConfigReader& r, Plan& p) {  // defaults to one per query head, read after them
-    p.model.n_kv_head = static_cast<int>(r.get_int("num_key_value_heads", p.model.n_head, 1, 1 << 16));
+    LlamaConfig& c = p.model.as<LlamaConfig>();
+    c.num_key_value_heads = static_cast<int>(r.get_int("num_key_value_heads", c.num_attention_heads, 1, 1 << 16));
   };
   add(with_default(kv, "num_attention_heads"));
-  PlanKey inner = integer("llama_config.intermediate_size", kSection, who, 1, 1 << 22, QN_KEY_FIELD(model.n_inner),
+  PlanKey inner = integer("llama_config.intermediate_size", kSection, who, 1, 1 << 22, QN_MODEL_FIELD(LlamaConfig, intermediate_size),
                           "SwiGLU width (gate and up projections)");
   inner.read = [](ConfigReader& r, Plan& p) {
-    p.model.n_inner = static_cast<int>(r.get_int("intermediate_size", default_intermediate(p.model.n_embd), 1, 1 << 22));
+    LlamaConfig& c = p.model.as<LlamaConfig>();
+    c.intermediate_size = static_cast<int>(r.get_int("intermediate_size", default_intermediate(c.hidden_size), 1, 1 << 22));
   };
   add(with_default(inner, "8/3 × hidden_size, rounded up to a multiple of 256"));
-  add(number("llama_config.rms_norm_eps", kSection, who, 1e-12, 1.0, QN_KEY_FIELD(model.layer_norm_epsilon),
+  add(number("llama_config.rms_norm_eps", kSection, who, 1e-12, 1.0, QN_MODEL_FIELD(LlamaConfig, rms_norm_eps),
              "RMSNorm's epsilon"));
-  add(number("llama_config.rope_theta", kSection, who, 1.0, 1e12, QN_KEY_FIELD(model.rope_theta),
+  add(number("llama_config.rope_theta", kSection, who, 1.0, 1e12, QN_MODEL_FIELD(LlamaConfig, rope_theta),
              "base of the rotary embedding's frequencies (500,000 in Llama 3)"));
+  add(rope_scaling_key());
+  add(boolean("llama_config.tie_word_embeddings", kSection, QN_MODEL_FIELD(LlamaConfig, tie_word_embeddings),
+              "the head's logits use the embedding's weights (Llama 3.2 1B/3B); false: lm_head of its own", who));
 }
 
-std::vector<Divisibility> rules(const ModelConfig& c, int tp) {
+std::vector<Divisibility> rules(const ModelConfig& m, int tp) {
+  const LlamaConfig& c = m.as<LlamaConfig>();
   std::vector<Divisibility> out = {
-      {"llama_config.intermediate_size", c.n_inner, "tp", tp, "pick tp dividing " + std::to_string(c.n_inner)},
-      {"llama_config.num_attention_heads", c.n_head, "llama_config.num_key_value_heads", c.n_kv_head,
+      {"llama_config.intermediate_size", c.intermediate_size, "tp", tp, "pick tp dividing " + std::to_string(c.intermediate_size)},
+      {"llama_config.num_attention_heads", c.num_attention_heads, "llama_config.num_key_value_heads", c.num_key_value_heads,
        "pick key/value heads dividing the query heads"},
   };
   // Rotary positions rotate pairs of a head's features.
-  if (c.n_head > 0 && c.n_embd % c.n_head == 0)
-    out.push_back({"llama_config.hidden_size / num_attention_heads", c.n_embd / c.n_head, "2", 2,
+  if (c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads == 0)
+    out.push_back({"llama_config.hidden_size / num_attention_heads", c.hidden_size / c.num_attention_heads, "2", 2,
                    "pick an even head width"});
   // tp splits the key/value heads, or where it exceeds them gives each rank one of them
   // (held by tp / num_key_value_heads ranks).
-  if (c.n_kv_head >= tp)
-    out.push_back({"llama_config.num_key_value_heads", c.n_kv_head, "tp", tp, "pick tp dividing the key/value heads"});
+  if (c.num_key_value_heads >= tp)
+    out.push_back({"llama_config.num_key_value_heads", c.num_key_value_heads, "tp", tp, "pick tp dividing the key/value heads"});
   else
-    out.push_back({"tp", tp, "llama_config.num_key_value_heads", c.n_kv_head,
+    out.push_back({"tp", tp, "llama_config.num_key_value_heads", c.num_key_value_heads,
                    "pick tp a multiple of the key/value heads"});
   return out;
 }
@@ -72,18 +115,22 @@ std::vector<Divisibility> rules(const ModelConfig& c, int tp) {
 
 ModelKind llama_model_kind() {
   ModelKind k;
-  k.name = "llama";
+  k.name = LlamaConfig::kName;
   k.title = "a Llama";
   k.key_block = "llama_config";
   k.layers_key = "llama_config.num_hidden_layers", k.heads_key = "llama_config.num_attention_heads";
   k.hidden_key = "llama_config.hidden_size";
   k.key_section = kSection;
   k.add_keys = add_keys;
-  k.dims = [](const ModelConfig& c, int seq_len) {
+  k.defaults = LlamaConfig{};
+  k.dims = [](const ModelConfig& m, int seq_len) {
+    const LlamaConfig& c = m.as<LlamaConfig>();
     ModelDims d;
     d.name = "llama (plan)";
-    d.inputs = Inputs::TokensRotaryPositions, d.head = Head::UntiedVocabulary;
-    d.layers = c.n_layer, d.hidden = c.n_embd, d.heads = c.n_head, d.kv_heads = c.n_kv_head, d.ffn = c.n_inner;
+    d.inputs = Inputs::TokensRotaryPositions;
+    d.head = c.tie_word_embeddings ? Head::TiedVocabulary : Head::UntiedVocabulary;
+    d.layers = c.num_hidden_layers, d.hidden = c.hidden_size, d.heads = c.num_attention_heads;
+    d.kv_heads = c.num_key_value_heads, d.ffn = c.intermediate_size;
     d.vocab = c.vocab_size, d.seq = seq_len;
     d.gated_mlp = true, d.biases = false, d.dropout = false;  // the executor's Llama draws no dropout
     return d;
@@ -96,3 +143,4 @@ ModelKind llama_model_kind() {
 }  // namespace quintnet::core
 
 #undef QN_KEY_FIELD
+#undef QN_MODEL_FIELD

@@ -12,27 +12,29 @@ const std::string kSection = "Model: ViT";
 
 void add_keys(std::vector<PlanKey>& keys) {
   auto add = [&](PlanKey k) { keys.push_back(std::move(k)); };
-  add(integer("img_size", kSection, "vit", 1, 1 << 16, QN_KEY_FIELD(model.img_size), "image side in pixels"));
-  add(integer("patch_size", kSection, "vit", 1, 1 << 16, QN_KEY_FIELD(model.patch_size), "patch side in pixels"));
-  add(integer("hidden_dim", kSection, "vit", 1, 1 << 20, QN_KEY_FIELD(model.hidden_dim), "hidden size"));
-  add(integer("in_channels", kSection, "vit", 1, 1024, QN_KEY_FIELD(model.in_channels), "image channels"));
-  add(integer("n_heads", kSection, "vit", 1, 1 << 16, QN_KEY_FIELD(model.n_heads), "attention heads"));
-  add(integer("depth", kSection, "vit", 1, 1 << 16, QN_KEY_FIELD(model.depth), "transformer blocks"));
-  add(original(integer("num_classes", kSection, "vit", 2, 1 << 20, QN_KEY_FIELD(model.num_classes), "classes"), false));
-  add(original(number("dropout", kSection, "vit", 0.0, 0.99, QN_KEY_FIELD(model.dropout), "dropout rate"), false));
+  add(integer("img_size", kSection, VitConfig::kName, 1, 1 << 16, QN_MODEL_FIELD(VitConfig, img_size), "image side in pixels"));
+  add(integer("patch_size", kSection, VitConfig::kName, 1, 1 << 16, QN_MODEL_FIELD(VitConfig, patch_size), "patch side in pixels"));
+  add(integer("hidden_dim", kSection, VitConfig::kName, 1, 1 << 20, QN_MODEL_FIELD(VitConfig, hidden_dim), "hidden size"));
+  add(integer("in_channels", kSection, VitConfig::kName, 1, 1024, QN_MODEL_FIELD(VitConfig, in_channels), "image channels"));
+  add(integer("n_heads", kSection, VitConfig::kName, 1, 1 << 16, QN_MODEL_FIELD(VitConfig, n_heads), "attention heads"));
+  add(integer("depth", kSection, VitConfig::kName, 1, 1 << 16, QN_MODEL_FIELD(VitConfig, depth), "transformer blocks"));
+  add(original(integer("num_classes", kSection, VitConfig::kName, 2, 1 << 20, QN_MODEL_FIELD(VitConfig, num_classes), "classes"), false));
+  add(original(number("dropout", kSection, VitConfig::kName, 0.0, 0.99, QN_MODEL_FIELD(VitConfig, dropout), "dropout rate"), false));
 }
 
 }  // namespace
 
 ModelKind vit_model_kind() {
   ModelKind k;
-  k.name = "vit";
+  k.name = VitConfig::kName;
   k.title = "a ViT";
   k.default_dataset = "/usr/share/datasets/fashion-mnist";
   k.layers_key = "depth", k.heads_key = "n_heads", k.hidden_key = "hidden_dim";
   k.key_section = kSection;
   k.add_keys = add_keys;
-  k.dims = [](const ModelConfig& c, int) {
+  k.defaults = VitConfig{};
+  k.dims = [](const ModelConfig& m, int) {
+    const VitConfig& c = m.as<VitConfig>();
     const int patches = (c.img_size / c.patch_size) * (c.img_size / c.patch_size);
     ModelDims d;
     d.name = "vit (plan)";
@@ -42,7 +44,8 @@ ModelKind vit_model_kind() {
     d.dropout = false;  // the executor's ViT applies none, whatever `dropout` says (docs/EXECUTOR.md)
     return d;
   };
-  k.rules = [](const ModelConfig& c, int) {
+  k.rules = [](const ModelConfig& m, int) {
+    const VitConfig& c = m.as<VitConfig>();
     return std::vector<Divisibility>{
         {"img_size", c.img_size, "patch_size", c.patch_size, "choose a patch size that tiles the image"}};
   };
@@ -52,3 +55,4 @@ ModelKind vit_model_kind() {
 }  // namespace quintnet::core
 
 #undef QN_KEY_FIELD
+#undef QN_MODEL_FIELD

@@ -49,12 +49,12 @@ void export_safetensors(const std::string& dir, const Manifest& m, const std::st
   const core::ModelConfig config = core::parse_plan_text(m.plan.dump(), dir + "/manifest.json").plan.model;
   const exec::ModelEntry& entry = exec::model_entry(config);
   if (!entry.to_hugging_face)
-    throw core::UserError("--format safetensors: the checkpoint holds a " + config.kind + ", which has no Hugging Face layout");
+    throw core::UserError("--format safetensors: the checkpoint holds a " + config.kind() + ", which has no Hugging Face layout");
   ShardReader reader(dir, m);
   exec::SerialState state;
   for (const std::string& name : reader.parameter_names()) state[name] = reader.serial("param/", name);
   exec::write_safetensors(output, entry.to_hugging_face(state, config), {{"format", "pt"}});
-  std::cout << "wrote " << output << ": " << config.kind << " (" << config.layers() << " layers, width " << config.hidden()
+  std::cout << "wrote " << output << ": " << config.kind() << " (" << config.layers() << " layers, width " << config.hidden()
             << ") in Hugging Face layout from step " << m.step << "\n";
   if (entry.hugging_face_config) {
     const std::string json = (std::filesystem::path(output).parent_path() / "config.json").string();

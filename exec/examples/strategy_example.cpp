@@ -31,21 +31,22 @@ int main(int argc, char** argv) {
     exec::Communicator comm(env, layout.mesh, plan.device_type, std::chrono::seconds(60));
 
     torch::manual_seed(plan.seed);
-    exec::ViT serial(plan.model, exec::TpContext{});
+    const core::VitConfig& vit = plan.model.as<core::VitConfig>();  // this example trains the ViT
+    exec::ViT serial(vit, exec::TpContext{});
     auto strategy = exec::make_strategy(comm, layout);
     std::unique_ptr<exec::ParallelModel> model = strategy->apply(serial.ptr());
     std::vector<std::unique_ptr<exec::FlatAdamW>> optimizers;
     for (auto& chunk : model->chunks) optimizers.push_back(std::make_unique<exec::FlatAdamW>(*chunk.flat, plan.weight_decay));
     const int m = layout.microbatches, b = layout.micro_batch_size;
-    const int64_t tokens = (plan.model.img_size / plan.model.patch_size) * (plan.model.img_size / plan.model.patch_size) + 1;
-    exec::PipelineRunner runner(layout.schedule, *model, comm, tokens, plan.model.hidden_dim);
+    const int64_t tokens = (vit.img_size / vit.patch_size) * (vit.img_size / vit.patch_size) + 1;
+    exec::PipelineRunner runner(layout.schedule, *model, comm, tokens, vit.hidden_dim);
 
     for (int step = 0; step < 5; ++step) {
       torch::manual_seed(step * 100 + comm.mesh().coord(comm.rank(), core::Axis::Dp));  // each replica its own data
       std::vector<torch::Tensor> inputs, labels;
       for (int j = 0; j < m; ++j) {
-        inputs.push_back(torch::randn({b, plan.model.in_channels, plan.model.img_size, plan.model.img_size}));
-        labels.push_back(torch::randint(0, plan.model.num_classes, {b}));
+        inputs.push_back(torch::randn({b, vit.in_channels, vit.img_size, vit.img_size}));
+        labels.push_back(torch::randint(0, vit.num_classes, {b}));
       }
       for (auto& chunk : model->chunks) chunk.flat->zero_grad();
       const exec::StepStats stats = runner.train_step(inputs, labels);  // forward, backward, DP sync

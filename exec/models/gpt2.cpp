@@ -1,6 +1,7 @@
 #include "exec/models/gpt2.h"
 
 #include "core/error.h"
+#include "exec/cp/ring_attention.h"
 #include "exec/models/attention.h"
 #include "exec/models/recompute.h"
 #include "exec/models/registry.h"
@@ -23,8 +24,12 @@ torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& x) {
   // The whole sequence's tokens (x holds this rank's part of them under sequence parallelism).
   const int64_t b = qkv[0].size(0), t = qkv[0].size(1);
   auto heads = [&](const torch::Tensor& y) { return y.view({b, t, local_heads_, head_dim_}); };
+  // Under context parallelism the keys beyond this rank's chunks come round the ring (the
+  // plan's validation keeps attn_pdrop 0 there: the ring draws no dropout).
   const torch::Tensor ctx =
-      attention_core(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), /*causal=*/true, attn_pdrop_, is_training());
+      cp_.size() > 1 ? ring_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), cp_)
+                     : attention_core(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), /*causal=*/true, attn_pdrop_,
+                                      is_training());
   return proj_(ctx.view({b, t, local_heads_ * head_dim_}));
 }
 
@@ -36,7 +41,7 @@ torch::Tensor Gpt2AttentionImpl::forward_cached(const torch::Tensor& x, KvCache&
   return proj_(cached_attention(heads(qkv[0]), k, v, cache.length()).view({b, t, local_heads_ * head_dim_}));
 }
 
-Gpt2BlockImpl::Gpt2BlockImpl(const core::ModelConfig& c, const TpContext& tp) : resid_pdrop_(c.resid_pdrop) {
+Gpt2BlockImpl::Gpt2BlockImpl(const core::Gpt2Config& c, const TpContext& tp) : resid_pdrop_(c.resid_pdrop) {
   auto ln = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)); };
   ln1_ = register_module("ln_1", ln());
   attn_ = register_module("attn", Gpt2Attention(c.n_embd, c.n_head, c.attn_pdrop, tp));
@@ -58,8 +63,8 @@ torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& x, KvCache& cac
   return h + mlp(h);
 }
 
-Gpt2Impl::Gpt2Impl(const core::ModelConfig& config, const TpContext& tp, StageRange range)
-    : LanguageModel(config, tp, range) {
+Gpt2Impl::Gpt2Impl(const core::Gpt2Config& config, const TpContext& tp, StageRange range)
+    : LanguageModel(config.vocab_size, config.n_layer, tp, range), config_(config) {
   if (has_embedding() || has_head()) wte_ = register_module("wte", VocabParallelEmbedding(config.vocab_size, config.n_embd, tp_));
   if (has_embedding()) {
     wpe_ = register_module("wpe", torch::nn::Embedding(config.n_positions, config.n_embd));
@@ -80,7 +85,8 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& input) {
     if (t > config_.n_positions)
       throw core::UserError("GPT-2: a sequence of " + std::to_string(t) + " tokens is longer than n_positions " +
                             std::to_string(config_.n_positions));
-    x = wte_(x) + wpe_(torch::arange(t, torch::TensorOptions().dtype(torch::kLong).device(x.device())));
+    // Learned positions: under context parallelism, the rows of this rank's two chunks.
+    x = wte_(x) + wpe_(local_positions(t, cp_, x.device()).to(torch::kLong));
     x = torch::dropout(x, config_.embd_pdrop, is_training());
     if (tp_.sequence_parallel) x = scatter_sequence(x, tp_);  // this rank's part of the tokens
   }
@@ -104,6 +110,11 @@ std::vector<torch::Tensor> Gpt2Impl::partial_gradient_parameters() {
 
 std::shared_ptr<StageModel> Gpt2Impl::make_stage(const TpContext& tp, StageRange range) const {
   return std::make_shared<Gpt2Impl>(config_, tp, range);
+}
+
+void Gpt2Impl::use_context_parallel(const CpContext& cp) {
+  cp_ = cp;
+  for (auto& block : blocks_) block->attention()->use_context_parallel(cp);
 }
 
 std::vector<torch::Tensor> Gpt2Impl::tied_parameters() {
@@ -135,7 +146,7 @@ std::string hf_prefix(const SafetensorsFile& f) {
 void load_hf_gpt2(Gpt2& model, const std::string& path) {
   const SafetensorsFile file(path);
   const std::string pre = hf_prefix(file);
-  const core::ModelConfig& c = model->config();
+  const core::Gpt2Config& c = model->config();
   const TpContext& tp = model->tp();
   const int64_t d = c.n_embd, inner = c.n_inner, local_d = d / tp.size(), local_inner = inner / tp.size();
   const int64_t r = tp.rank();
@@ -181,7 +192,7 @@ void load_hf_gpt2(Gpt2& model, const std::string& path) {
   }
 }
 
-SerialState to_hf_gpt2(const SerialState& serial, const core::ModelConfig& c) {
+SerialState to_hf_gpt2(const SerialState& serial, const core::Gpt2Config& c) {
   SerialState out;
   auto get = [&](const std::string& name) {
     auto it = serial.find(name);
@@ -214,17 +225,24 @@ SerialState to_hf_gpt2(const SerialState& serial, const core::ModelConfig& c) {
 // How the trainer meets GPT-2 (exec/models/registry.h).
 ModelEntry gpt2_model_entry() {
   ModelEntry gpt2;
-  gpt2.kind = "gpt2";
+  gpt2.kind = core::Gpt2Config::kName;
   gpt2.make_serial = [](const core::Plan& p) {
-    Gpt2 gpt(p.model, TpContext{});
+    Gpt2 gpt(p.model.as<core::Gpt2Config>(), TpContext{});
     if (!p.checkpoint_path.empty()) load_hf_gpt2(gpt, p.checkpoint_path);  // fine-tuning from released weights
     return gpt.ptr();
   };
-  gpt2.load_data = load_text_data;
+  gpt2.load_data = [](const core::Plan& p) {
+    const core::Gpt2Config& c = p.model.as<core::Gpt2Config>();
+    return load_text_data(p, {c.vocab_size, c.n_positions, "n_positions"});
+  };
   gpt2.tokens = [](const core::Plan& p) { return static_cast<std::int64_t>(p.max_seq_length); };
-  gpt2.has_dropout = [](const core::ModelConfig& m) { return m.attn_pdrop + m.embd_pdrop + m.resid_pdrop > 0; };
+  gpt2.has_dropout = [](const core::ModelConfig& m) {
+    const core::Gpt2Config& c = m.as<core::Gpt2Config>();
+    return c.attn_pdrop + c.embd_pdrop + c.resid_pdrop > 0;
+  };
   gpt2.language_model = true;
-  gpt2.to_hugging_face = [](const SerialState& serial, const core::ModelConfig& c) {
+  gpt2.to_hugging_face = [](const SerialState& serial, const core::ModelConfig& m) {
+    const core::Gpt2Config& c = m.as<core::Gpt2Config>();
     SerialState state = serial;
     // Merged vocabulary shards carry the tp padding rows: keep the real vocabulary.
     state["wte.weight"] = state.at("wte.weight").narrow(0, 0, c.vocab_size);

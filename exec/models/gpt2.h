@@ -36,8 +36,11 @@ class Gpt2AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);  // causal self-attention
   // Generation: x holds only the new tokens; their keys and values join `cache`'s layer `layer`.
   torch::Tensor forward_cached(const torch::Tensor& x, KvCache& cache, int layer);
+  // Context parallelism: x holds this cp rank's two chunks; attention runs the ring.
+  void use_context_parallel(const CpContext& cp) { cp_ = cp; }
 
  private:
+  CpContext cp_;
   int64_t local_heads_, head_dim_;
   double attn_pdrop_;
   QkvParallelLinear qkv_{nullptr};
@@ -47,9 +50,10 @@ TORCH_MODULE(Gpt2Attention);
 
 class Gpt2BlockImpl : public torch::nn::Module {
  public:
-  Gpt2BlockImpl(const core::ModelConfig& c, const TpContext& tp);
+  Gpt2BlockImpl(const core::Gpt2Config& c, const TpContext& tp);
   torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor forward_cached(const torch::Tensor& x, KvCache& cache, int layer);  // generation (no dropout)
+  Gpt2Attention& attention() { return attn_; }
 
  private:
   torch::Tensor mlp(const torch::Tensor& h);  // fc, GeLU, proj
@@ -63,7 +67,7 @@ TORCH_MODULE(Gpt2Block);
 
 class Gpt2Impl : public LanguageModel {
  public:
-  Gpt2Impl(const core::ModelConfig& config, const TpContext& tp, StageRange range = {});
+  Gpt2Impl(const core::Gpt2Config& config, const TpContext& tp, StageRange range = {});
 
   // First stage: token ids [B, T] -> hidden [B, T, D]; middle: hidden -> hidden; last
   // stage: -> this rank's logits [B, T, V_local] (its vocabulary slice).
@@ -72,10 +76,16 @@ class Gpt2Impl : public LanguageModel {
   std::shared_ptr<StageModel> make_stage(const TpContext& tp, StageRange range) const override;
   std::vector<torch::Tensor> tied_parameters() override;
   std::vector<torch::Tensor> partial_gradient_parameters() override;
+  // Context parallelism: this rank's two chunks of every sequence (their position rows,
+  // ring attention); the plan's validation keeps attn_pdrop 0 with it.
+  void use_context_parallel(const CpContext& cp) override;
   VocabParallelEmbedding& wte() { return wte_; }
+  const core::Gpt2Config& config() const { return config_; }
 
  private:
+  core::Gpt2Config config_;
   const VocabParallelEmbedding& head() const override { return wte_; }  // tied: the embedding's shard
+  CpContext cp_;
   VocabParallelEmbedding wte_{nullptr};
   torch::nn::Embedding wpe_{nullptr};
   std::vector<Gpt2Block> blocks_;
@@ -89,6 +99,6 @@ TORCH_MODULE(Gpt2);
 // Throws core::UserError for a missing tensor, a wrong shape or dtype, a truncated file.
 void load_hf_gpt2(Gpt2& model, const std::string& safetensors_path);
 // The serial state of a GPT-2 in Hugging Face's names and layout (every tensor F32).
-SerialState to_hf_gpt2(const SerialState& serial, const core::ModelConfig& config);
+SerialState to_hf_gpt2(const SerialState& serial, const core::Gpt2Config& config);
 
 }  // namespace quintnet::exec

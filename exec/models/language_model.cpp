@@ -4,9 +4,9 @@
 
 namespace quintnet::exec {
 
-LanguageModel::LanguageModel(const core::ModelConfig& config, const TpContext& tp, StageRange range)
-    : config_(config), tp_(tp), range_(range) {
-  if (range_.end_block < 0) range_.end_block = config.n_layer;
+LanguageModel::LanguageModel(int vocab_size, int layers, const TpContext& tp, StageRange range)
+    : vocab_size_(vocab_size), layers_(layers), tp_(tp), range_(range) {
+  if (range_.end_block < 0) range_.end_block = layers;
 }
 
 torch::Tensor LanguageModel::token_loss(const torch::Tensor& local_logits, const torch::Tensor& targets) {
@@ -31,7 +31,7 @@ torch::Tensor LanguageModel::full_logits(const torch::Tensor& local_logits) {
   // Equal widths for the gather: pad each slice to the shard's rows, then cut the padding.
   const VocabShard& s = head()->shard();
   torch::Tensor padded = torch::constant_pad_nd(local_logits.detach(), {0, s.rows - s.valid});
-  return tp_.comm->all_gather(*tp_.group, padded, -1).narrow(-1, 0, config_.vocab_size);
+  return tp_.comm->all_gather(*tp_.group, padded, -1).narrow(-1, 0, vocab_size_);
 }
 
 }  // namespace quintnet::exec

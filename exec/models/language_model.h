@@ -16,7 +16,9 @@ namespace quintnet::exec {
 
 class LanguageModel : public StageModel {
  public:
-  LanguageModel(const core::ModelConfig& config, const TpContext& tp, StageRange range);
+  // vocab_size: the vocabulary the full logits cover; layers: the model's (a stage's range
+  // reaching the last holds the head).
+  LanguageModel(int vocab_size, int layers, const TpContext& tp, StageRange range);
 
   // Mean cross-entropy over the targets >= 0, from the last stage's local logits [B, T, V_local].
   torch::Tensor token_loss(const torch::Tensor& local_logits, const torch::Tensor& targets);
@@ -28,15 +30,15 @@ class LanguageModel : public StageModel {
   virtual torch::Tensor forward_cached(const torch::Tensor& ids, KvCache& cache) = 0;
 
   bool has_embedding() const { return range_.has_embedding(); }
-  bool has_head() const { return range_.end_block == config_.n_layer; }
-  const core::ModelConfig& config() const { return config_; }
+  bool has_head() const { return range_.end_block == layers_; }
+  int layers() const { return layers_; }
   const TpContext& tp() const { return tp_; }
 
  protected:
   // The vocabulary-parallel weight whose logits() is the head (on the last stage).
   virtual const VocabParallelEmbedding& head() const = 0;
 
-  core::ModelConfig config_;
+  int vocab_size_, layers_;
   TpContext tp_;
   StageRange range_;
 };

@@ -35,16 +35,20 @@ class RmsNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RmsNorm);
 
+// The rotary embedding's frequencies [d/2] (fp32) of a head of width d: theta^(-2i/d),
+// with Llama 3.1's scaling where the config asks for it.
+torch::Tensor rotary_frequencies(int64_t d, double theta, const core::RopeScaling& scaling = {},
+                                 torch::Device device = torch::kCPU);
 // Rotary position embedding of q or k [B, T, H, d] at `positions` ([T], fp32): each
-// feature pair (i, i + d/2) rotated by position × theta^(-2i/d) (Hugging Face's
+// feature pair (i, i + d/2) rotated by position × inv_freq[i] (Hugging Face's
 // rotate_half layout).
-torch::Tensor apply_rotary(const torch::Tensor& x, double theta, const torch::Tensor& positions);
+torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& inv_freq, const torch::Tensor& positions);
 // The same at positions first_position .. first_position + T − 1.
-torch::Tensor apply_rotary(const torch::Tensor& x, double theta, int64_t first_position = 0);
+torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& inv_freq, int64_t first_position = 0);
 
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
-  LlamaAttentionImpl(const core::ModelConfig& c, const TpContext& tp);
+  LlamaAttentionImpl(const core::LlamaConfig& c, const TpContext& tp);
   torch::Tensor forward(const torch::Tensor& x);  // causal self-attention
   // Generation: x holds only the new tokens; their keys and values (the key/value heads,
   // not repeated: GQA's smaller cache) join `cache`'s layer `layer`.
@@ -58,6 +62,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
   CpContext cp_;
   int64_t local_heads_, head_dim_;
   double rope_theta_;
+  core::RopeScaling rope_scaling_;
   ColumnParallelLinear q_{nullptr};
   KeyValueParallelLinear k_{nullptr}, v_{nullptr};
   RowParallelLinear o_{nullptr};
@@ -66,7 +71,7 @@ TORCH_MODULE(LlamaAttention);
 
 class LlamaMlpImpl : public torch::nn::Module {
  public:
-  LlamaMlpImpl(const core::ModelConfig& c, const TpContext& tp);
+  LlamaMlpImpl(const core::LlamaConfig& c, const TpContext& tp);
   torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) · up(x))
 
  private:
@@ -77,7 +82,7 @@ TORCH_MODULE(LlamaMlp);
 
 class LlamaLayerImpl : public torch::nn::Module {
  public:
-  LlamaLayerImpl(const core::ModelConfig& c, const TpContext& tp);
+  LlamaLayerImpl(const core::LlamaConfig& c, const TpContext& tp);
   torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor forward_cached(const torch::Tensor& x, KvCache& cache, int layer);  // generation
   LlamaAttention& attention() { return attn_; }
@@ -91,7 +96,7 @@ TORCH_MODULE(LlamaLayer);
 
 class LlamaImpl : public LanguageModel {
  public:
-  LlamaImpl(const core::ModelConfig& config, const TpContext& tp, StageRange range = {});
+  LlamaImpl(const core::LlamaConfig& config, const TpContext& tp, StageRange range = {});
 
   // First stage: token ids [B, T] -> hidden [B, T, D]; middle: hidden -> hidden; last
   // stage: -> this rank's logits [B, T, V_local] (its vocabulary slice).
@@ -99,14 +104,18 @@ class LlamaImpl : public LanguageModel {
   torch::Tensor forward_cached(const torch::Tensor& ids, KvCache& cache) override;
   std::shared_ptr<StageModel> make_stage(const TpContext& tp, StageRange range) const override;
   std::vector<torch::Tensor> partial_gradient_parameters() override;
+  std::vector<torch::Tensor> tied_parameters() override;  // the embedding, when tied to the head
   void use_context_parallel(const CpContext& cp) override;
+  const core::LlamaConfig& config() const { return config_; }
 
  private:
-  const VocabParallelEmbedding& head() const override { return head_; }
+  core::LlamaConfig config_;
+  const VocabParallelEmbedding& head() const override;  // lm_head, or the embedding when tied
+  VocabParallelEmbedding& logits_weight();             // the same, to compute with
   VocabParallelEmbedding embed_{nullptr};
   std::vector<LlamaLayer> layers_;
   RmsNorm norm_{nullptr};
-  VocabParallelEmbedding head_{nullptr};  // untied: a vocabulary-parallel weight of its own, used by logits()
+  VocabParallelEmbedding head_{nullptr};  // untied only: a vocabulary-parallel weight of its own
 };
 TORCH_MODULE(Llama);
 
@@ -117,7 +126,7 @@ TORCH_MODULE(Llama);
 // model.  Throws core::UserError for a missing tensor, a wrong shape, a mismatched config.
 void load_hf_llama(Llama& model, const std::string& safetensors_path);
 // The serial state of a Llama in Hugging Face's names (every tensor F32), and its config.json.
-SerialState to_hf_llama(const SerialState& serial, const core::ModelConfig& config);
-std::string hf_llama_config_json(const core::ModelConfig& config);
+SerialState to_hf_llama(const SerialState& serial, const core::LlamaConfig& config);
+std::string hf_llama_config_json(const core::LlamaConfig& config);
 
 }  // namespace quintnet::exec

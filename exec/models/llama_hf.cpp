@@ -71,7 +71,7 @@ void load_hf_llama(Llama& model, const std::string& path) {
   }
 }
 
-SerialState to_hf_llama(const SerialState& serial, const core::ModelConfig& c) {
+SerialState to_hf_llama(const SerialState& serial, const core::LlamaConfig& c) {
   SerialState out;
   for (const auto& [name, t] : serial) {
     torch::Tensor value = t.detach().to(torch::kFloat32).contiguous();
@@ -82,23 +82,30 @@ SerialState to_hf_llama(const SerialState& serial, const core::ModelConfig& c) {
   return out;
 }
 
-std::string hf_llama_config_json(const core::ModelConfig& c) {
+std::string hf_llama_config_json(const core::LlamaConfig& c) {
   const nlohmann::json j = {
       {"architectures", {"LlamaForCausalLM"}},
       {"model_type", "llama"},
       {"vocab_size", c.vocab_size},
-      {"hidden_size", c.n_embd},
-      {"intermediate_size", c.n_inner},
-      {"num_hidden_layers", c.n_layer},
-      {"num_attention_heads", c.n_head},
-      {"num_key_value_heads", c.n_kv_head},
-      {"max_position_embeddings", c.n_positions},
-      {"rms_norm_eps", c.layer_norm_epsilon},
+      {"hidden_size", c.hidden_size},
+      {"intermediate_size", c.intermediate_size},
+      {"num_hidden_layers", c.num_hidden_layers},
+      {"num_attention_heads", c.num_attention_heads},
+      {"num_key_value_heads", c.num_key_value_heads},
+      {"max_position_embeddings", c.max_position_embeddings},
+      {"rms_norm_eps", c.rms_norm_eps},
       {"rope_theta", c.rope_theta},
+      {"rope_scaling", c.rope_scaling.scales() ? nlohmann::json{{"rope_type", "llama3"},
+                                                                 {"factor", c.rope_scaling.factor},
+                                                                 {"low_freq_factor", c.rope_scaling.low_freq_factor},
+                                                                 {"high_freq_factor", c.rope_scaling.high_freq_factor},
+                                                                 {"original_max_position_embeddings",
+                                                                  c.rope_scaling.original_max_position_embeddings}}
+                                               : nlohmann::json()},
       {"hidden_act", "silu"},
       {"attention_bias", false},
       {"mlp_bias", false},
-      {"tie_word_embeddings", false},
+      {"tie_word_embeddings", c.tie_word_embeddings},
       {"torch_dtype", "float32"},
   };
   return j.dump(2) + "\n";

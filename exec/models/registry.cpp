@@ -11,10 +11,10 @@ const ModelEntry& model_entry(const core::ModelConfig& model) {
   static const std::vector<ModelEntry> entries = {vit_model_entry(), gpt2_model_entry(), llama_model_entry()};
   std::string known;
   for (const ModelEntry& e : entries) {
-    if (e.kind == model.kind) return e;
+    if (e.kind == model.kind()) return e;
     known += (known.empty() ? "" : ", ") + e.kind;
   }
-  throw core::UserError("model: '" + model.kind + "' is not a model this executor trains (" + known + ")");
+  throw core::UserError("model: '" + model.kind() + "' is not a model this executor trains (" + known + ")");
 }
 
 }  // namespace quintnet::exec

@@ -45,7 +45,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
   return h + mlp_(ln2_(h));
 }
 
-ViTImpl::ViTImpl(const core::ModelConfig& config, const TpContext& tp, StageRange range)
+ViTImpl::ViTImpl(const core::VitConfig& config, const TpContext& tp, StageRange range)
     : config_(config), tp_(tp), range_(range) {
   if (range_.end_block < 0) range_.end_block = config.depth;
   const int64_t d = config.hidden_dim, p = config.patch_size;
@@ -104,15 +104,19 @@ std::shared_ptr<StageModel> ViTImpl::make_stage(const TpContext& tp, StageRange 
 // How the trainer meets the ViT (exec/models/registry.h).
 ModelEntry vit_model_entry() {
   ModelEntry vit;
-  vit.kind = "vit";
-  vit.make_serial = [](const core::Plan& p) { return ViT(p.model, TpContext{}).ptr(); };
-  vit.load_data = load_image_data;
+  vit.kind = core::VitConfig::kName;
+  vit.make_serial = [](const core::Plan& p) { return ViT(p.model.as<core::VitConfig>(), TpContext{}).ptr(); };
+  vit.load_data = [](const core::Plan& p) {
+    const core::VitConfig& c = p.model.as<core::VitConfig>();
+    return load_image_data(p, {c.img_size, c.num_classes});
+  };
   // One token per patch, and the class token.
   vit.tokens = [](const core::Plan& p) {
-    const int side = p.model.img_size / p.model.patch_size;
+    const core::VitConfig& c = p.model.as<core::VitConfig>();
+    const int side = c.img_size / c.patch_size;
     return static_cast<std::int64_t>(side * side + 1);
   };
-  vit.has_dropout = [](const core::ModelConfig& m) { return m.dropout > 0; };
+  vit.has_dropout = [](const core::ModelConfig& m) { return m.as<core::VitConfig>().dropout > 0; };
   return vit;
 }
 

@@ -57,7 +57,7 @@ TORCH_MODULE(Block);
 
 class ViTImpl : public StageModel {
  public:
-  ViTImpl(const core::ModelConfig& config, const TpContext& tp, StageRange range = {});
+  ViTImpl(const core::VitConfig& config, const TpContext& tp, StageRange range = {});
 
   // First stage: images [B, C, H, W] -> hidden [B, T, D]; middle: hidden -> hidden;
   // last stage: -> logits [B, classes].  A whole model maps images to logits.
@@ -68,10 +68,10 @@ class ViTImpl : public StageModel {
   std::vector<torch::Tensor> partial_gradient_parameters() override;
 
   bool has_head() const { return range_.end_block == config_.depth; }
-  const core::ModelConfig& config() const { return config_; }
+  const core::VitConfig& config() const { return config_; }
 
  private:
-  core::ModelConfig config_;
+  core::VitConfig config_;
   TpContext tp_;
   StageRange range_;
   torch::nn::Linear patch_proj_{nullptr};

@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "core/schedule_generators.h"
@@ -69,7 +70,7 @@ torch::Tensor PipelineRunner::stage_forward(int c, const torch::Tensor& input) {
 void PipelineRunner::forward(const core::Step& step) {
   const auto start = TraceRecorder::Clock::now();
   const int mb = step.action.mb, c = step.action.chunk;
-  Slot& slot = slots_[{mb, c}];
+  Slot& slot = slot_of(mb, c);
   if (step.stage == 0) {
     slot.input = (*inputs_)[mb];
   } else if (walk_->schedule.rank_of_stage(step.stage - 1) == pp_rank_) {
@@ -93,34 +94,41 @@ void PipelineRunner::add_loss(int mb, const StageLoss& l, Slot& slot) {
     return;
   }
   slot.output = l.loss / walk_->schedule.microbatches;
-  stats_[StepStats::kLoss] += slot.output.detach();
-  stats_[StepStats::kFirstMicrobatchLoss + mb] += l.loss.detach();
-  stats_[StepStats::kCorrect] += l.correct;
-  stats_[StepStats::kSamples] += l.count;
+  slot.loss = l;
+  if (!in_round_) add_figures(mb, slot);  // side by side: after the round, in microbatch order
+}
+
+void PipelineRunner::add_figures(int mb, Slot& slot) {
+  const torch::Tensor loss = slot.loss.loss.detach();
+  stats_[StepStats::kLoss] += loss / walk_->schedule.microbatches;  // what the backward starts from
+  stats_[StepStats::kFirstMicrobatchLoss + mb] += loss;
+  stats_[StepStats::kCorrect] += slot.loss.correct;
+  stats_[StepStats::kSamples] += slot.loss.count;
+  slot.loss = StageLoss();
 }
 
 void PipelineRunner::backward(const core::Step& step) {
   const auto start = TraceRecorder::Clock::now();
   const Action& a = step.action;
   ModelChunk& chunk = model_.chunks[a.chunk];
-  Slot& slot = slots_[{a.mb, a.chunk}];
+  Slot& slot = slot_of(a.mb, a.chunk);
   if (chunk.dp) chunk.dp->sync_next_backward(step.completes_gradients);
   const std::vector<torch::Tensor> grads =
       model_.is_last(a.chunk) ? std::vector<torch::Tensor>{} : std::vector<torch::Tensor>{slot.grad_output};
   const bool has_input_grad = chunk.stage > 0;
-  switch (a.kind) {
-    case ActionKind::Backward:
-      torch::autograd::backward({slot.output}, grads);
-      break;
-    case ActionKind::BackwardInput:
-      // Input gradient only (the critical path); the graph is kept for BW.
-      if (has_input_grad) torch::autograd::backward({slot.output}, grads, /*retain_graph=*/true, false, {slot.input});
-      break;
-    case ActionKind::BackwardWeight:
-      torch::autograd::backward({slot.output}, grads, /*retain_graph=*/false, false, chunk.model->parameters());
-      break;
-    default:
-      break;
+  if (in_round_) {
+    // Side by side (one stage: no input gradient): this microbatch's weight gradients on
+    // their own, added to the others' in microbatch order after the round.
+    if (a.kind != ActionKind::BackwardInput)
+      slot.weight_grads = torch::autograd::grad({slot.output}, chunk.model->parameters(), grads, false, false,
+                                                /*allow_unused=*/true);
+  } else if (a.kind == ActionKind::Backward) {
+    torch::autograd::backward({slot.output}, grads);
+  } else if (a.kind == ActionKind::BackwardInput) {
+    // Input gradient only (the critical path); the graph is kept for BW.
+    if (has_input_grad) torch::autograd::backward({slot.output}, grads, /*retain_graph=*/true, false, {slot.input});
+  } else if (a.kind == ActionKind::BackwardWeight) {
+    torch::autograd::backward({slot.output}, grads, /*retain_graph=*/false, false, chunk.model->parameters());
   }
   if (a.kind != ActionKind::BackwardWeight && has_input_grad) {
     slot.input_grad = slot.input.grad();
@@ -138,7 +146,7 @@ void PipelineRunner::backward(const core::Step& step) {
 void PipelineRunner::send(const core::Step& step) {
   const auto start = TraceRecorder::Clock::now();
   const Action& a = step.action;
-  Slot& slot = slots_[{a.mb, a.chunk}];
+  Slot& slot = slot_of(a.mb, a.chunk);
   const bool grad = step.message->grad;
   const int64_t bytes = walk_->messages.send(*step.message, a.peer, (grad ? slot.input_grad : slot.output).detach());
   if (grad) slot.input_grad = torch::Tensor();
@@ -150,7 +158,7 @@ void PipelineRunner::recv(const core::Step& step) {
   const auto start = TraceRecorder::Clock::now();
   const Action& a = step.action;
   torch::Tensor t = walk_->messages.recv(*step.message, a.peer, inputs_->front());
-  Slot& slot = slots_[{a.mb, a.chunk}];
+  Slot& slot = slot_of(a.mb, a.chunk);
   if (step.message->grad)
     slot.grad_output = t;
   else
@@ -197,48 +205,48 @@ void PipelineRunner::share_from_last_stage(torch::Tensor& stats) {
   comm_.broadcast(pp_, stats, last_rank);
 }
 
-StepStats PipelineRunner::train_step_side_by_side(const std::vector<torch::Tensor>& inputs,
-                                                   const std::vector<torch::Tensor>& labels) {
-  // One stage, so each microbatch is a whole forward and backward pass.  A worker asks
-  // autograd for its microbatch's gradients instead of accumulating them (two threads
-  // adding into one buffer would add in a random order); they are added here, in
-  // microbatch order, as the sequential loop adds them.  Rounds of size() microbatches.
-  ModelChunk& chunk = model_.chunks.front();
+PipelineRunner::Slot& PipelineRunner::slot_of(int mb, int chunk) {
+  // In a round the slots exist already, and threads may only look them up.
+  return in_round_ ? slots_.at({mb, chunk}) : slots_[{mb, chunk}];
+}
+
+void PipelineRunner::run_side_by_side(Walk& walk) {
+  // The same actions through the same handlers, a round of size() microbatches at a
+  // time, each microbatch's actions on its own thread; then its figures and gradients
+  // are added in microbatch order, as the sequential walk adds them.  One rank, one
+  // chunk (the constructor checks): the microbatches meet only in those sums, and the
+  // actions for no microbatch (GRAD_SYNC, OPTIMIZER_STEP) close the walk.
+  std::map<int, std::vector<const core::Step*>> by_microbatch;
+  std::vector<const core::Step*> closing;
+  for (const core::Step& step : walk.steps) {
+    if (step.action.mb < 0) closing.push_back(&step);
+    else if (!closing.empty()) throw std::logic_error("side by side: a microbatch's action after " + closing.front()->name);
+    else by_microbatch[step.action.mb].push_back(&step);
+  }
+  const ModelChunk& chunk = model_.chunks.front();
   const std::vector<torch::Tensor> params = chunk.model->parameters();
-  const int m = training_.schedule.microbatches;
-  struct Microbatch {
-    torch::Tensor scaled_loss, loss, correct;
-    double count = 0;
-    std::vector<torch::Tensor> grads;
-  };
-  const auto options = torch::TensorOptions().dtype(torch::kFloat64).device(inputs.front().device());
-  torch::Tensor stats = torch::zeros({3 + m}, options);  // as train_step's
-  for (int first = 0; first < m; first += side_by_side_->size()) {
-    std::vector<Microbatch> done(std::min(side_by_side_->size(), m - first));
-    side_by_side_->run(static_cast<int>(done.size()), [&](int i) {
-      const int mb = first + i;
-      const StageLoss l = chunk.model->loss(stage_forward(0, inputs[mb]), labels[mb]);
-      Microbatch& d = done[i];
-      d.scaled_loss = l.loss / m;
-      d.grads = torch::autograd::grad({d.scaled_loss}, params, {}, false, false, /*allow_unused=*/true);
-      d.scaled_loss = d.scaled_loss.detach();
-      d.loss = l.loss.detach();
-      d.correct = l.correct;
-      d.count = l.count;
+  auto next = by_microbatch.begin();
+  while (next != by_microbatch.end()) {
+    std::vector<std::pair<int, std::vector<const core::Step*>>> round;
+    for (; next != by_microbatch.end() && static_cast<int>(round.size()) < side_by_side_->size(); ++next) {
+      round.emplace_back(next->first, next->second);
+      slots_[{next->first, 0}];
+    }
+    in_round_ = true;
+    side_by_side_->run(static_cast<int>(round.size()), [&](int i) {
+      for (const core::Step* step : round[i].second) core::run_step(*step, *this);
     });
+    in_round_ = false;
     torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < done.size(); ++i) {
-      const Microbatch& d = done[i];
-      stats[StepStats::kLoss] += d.scaled_loss;
-      stats[StepStats::kFirstMicrobatchLoss + first + static_cast<int>(i)] += d.loss;
-      stats[StepStats::kCorrect] += d.correct;
-      stats[StepStats::kSamples] += d.count;
+    for (const auto& [mb, steps] : round) {
+      Slot& slot = slots_.at({mb, 0});
+      add_figures(mb, slot);
       for (size_t j = 0; j < params.size(); ++j)
-        if (d.grads[j].defined()) params[j].grad().add_(d.grads[j]);
+        if (slot.weight_grads[j].defined()) params[j].grad().add_(slot.weight_grads[j]);
+      slots_.erase({mb, 0});
     }
   }
-  share_from_last_stage(stats);
-  return {stats};
+  for (const core::Step* step : closing) core::run_step(*step, *this);
 }
 
 torch::Tensor PipelineRunner::run(Walk& walk, const std::vector<torch::Tensor>& inputs,
@@ -247,12 +255,16 @@ torch::Tensor PipelineRunner::run(Walk& walk, const std::vector<torch::Tensor>& 
   stats_ = torch::zeros({figures}, torch::TensorOptions().dtype(torch::kFloat64).device(inputs.front().device()));
   inputs_ = &inputs;
   labels_ = &labels;
-  for (const core::Step& step : walk.steps) {
-    RECORD_USER_SCOPE(step.name);  // the action frames its ops in a profile (--profile, --nvtx)
-    core::run_step(step, *this);
-    // After the action, not before: by then the transport's thread has surely marked the
-    // send done, so the wait does not stall on it.
-    walk.messages.release_delivered(step.index);
+  if (side_by_side_ && &walk == &training_) {
+    run_side_by_side(walk);  // one rank: no messages
+  } else {
+    for (const core::Step& step : walk.steps) {
+      RECORD_USER_SCOPE(step.name);  // the action frames its ops in a profile (--profile, --nvtx)
+      core::run_step(step, *this);
+      // After the action, not before: by then the transport's thread has surely marked the
+      // send done, so the wait does not stall on it.
+      walk.messages.release_delivered(step.index);
+    }
   }
   walk.messages.finish();
   slots_.clear();
@@ -262,7 +274,6 @@ torch::Tensor PipelineRunner::run(Walk& walk, const std::vector<torch::Tensor>& 
 }
 
 StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels) {
-  if (side_by_side_) return train_step_side_by_side(inputs, labels);
   // Loss, correct, samples, then one loss per microbatch (StepStats::Index).
   torch::Tensor stats = run(training_, inputs, labels, StepStats::kFirstMicrobatchLoss + training_.schedule.microbatches);
   tied_.sum_over_pipeline(model_);

@@ -2,9 +2,10 @@
 // PipelineRunner — executes this rank's list of a core::Schedule, action by action.
 // Nothing else decides the order: F, B, BI/BW, SEND_*/RECV_* (the stages' messages,
 // exec/pp/stage_messages.h), GRAD_SYNC (the chunk's DP buckets) and OPTIMIZER_STEP
-// (returns to the trainer).  Evaluation walks core's forward-only schedule the same way.  With pp = 1 the same code runs the plain gradient-accumulation loop —
-// or, on a one-rank run given microbatch threads, computes the microbatches side by
-// side (exec/pp/microbatch_threads.h); the gradients are the same.
+// (returns to the trainer).  Evaluation walks core's forward-only schedule the same way.
+// With pp = 1 the same code runs the plain gradient-accumulation loop; on a one-rank run
+// given microbatch threads, the same actions of several microbatches run side by side
+// (exec/pp/microbatch_threads.h), their gradients added in microbatch order: the same sums.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -77,6 +78,8 @@ class PipelineRunner : private core::ScheduleHandler {
  private:
   struct Slot {  // one (microbatch, chunk) in flight
     torch::Tensor input, output, grad_output, input_grad;
+    StageLoss loss;                          // the last stage's, until added to the figures
+    std::vector<torch::Tensor> weight_grads;  // side by side: this microbatch's own
   };
   using Key = std::pair<int, int>;  // (mb, chunk)
   // A schedule as this rank runs it: its actions, read, and its messages.
@@ -104,7 +107,11 @@ class PipelineRunner : private core::ScheduleHandler {
   torch::Tensor stage_forward(int c, const torch::Tensor& input);  // chunk c's model, under autocast with bf16
   // The last stage's loss of microbatch `mb`, added to the figures (training's or evaluation's).
   void add_loss(int mb, const StageLoss& loss, Slot& slot);
-  StepStats train_step_side_by_side(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels);
+  // The last stage's figures of microbatch `mb` (in its slot), added to the step's.
+  void add_figures(int mb, Slot& slot);
+  Slot& slot_of(int mb, int chunk);
+  // The training walk with microbatches side by side (exec/pp/microbatch_threads.h).
+  void run_side_by_side(Walk& walk);
   // The last stage's figures (a float64 tensor), broadcast to every pp rank, in place.
   void share_from_last_stage(torch::Tensor& stats);
 
@@ -124,6 +131,7 @@ class PipelineRunner : private core::ScheduleHandler {
   std::map<Key, Slot> slots_;
   TiedGradients tied_;
   std::unique_ptr<MicrobatchThreads> side_by_side_;  // null: one microbatch after another
+  bool in_round_ = false;  // microbatches are running side by side (run_side_by_side)
 };
 
 }  // namespace quintnet::exec

@@ -28,7 +28,7 @@ void RunLog::start(const TrainingData& data, long steps_per_epoch, int side_by_s
   const core::Plan& p = plan_;
   std::printf("training %s (%s) on %s (%s, %s): %s, %ld steps/epoch, global batch %d = micro %d x %d "
               "microbatches x dp %d\n",
-              p.model.kind.c_str(), core::name_of(p.precision).c_str(), p.mesh().shape_string().c_str(), p.strategy().c_str(),
+              p.model.kind().c_str(), core::name_of(p.precision).c_str(), p.mesh().shape_string().c_str(), p.strategy().c_str(),
               core::schedule_kind_name(p.schedule_kind()), data.describe().c_str(), steps_per_epoch, p.batch_size,
               p.micro_batch_size(), p.microbatches(), p.dp());
   if (side_by_side > 1)

@@ -21,17 +21,15 @@ namespace core = quintnet::core;
 
 constexpr int kPrompt = 16, kNew = 256;
 
-core::ModelConfig gpt2_124m() {
-  core::ModelConfig c;
-  c.kind = "gpt2";
+core::Gpt2Config gpt2_124m() {
+  core::Gpt2Config c;
   c.attn_pdrop = c.embd_pdrop = c.resid_pdrop = 0.0;  // GPT-2 124M's sizes are the defaults
   return c;
 }
 
-core::ModelConfig llama_124m_width() {
-  core::ModelConfig c = gpt2_124m();
-  c.kind = "llama";
-  c.n_kv_head = 4, c.n_inner = 2048;
+core::LlamaConfig llama_124m_width() {
+  core::LlamaConfig c;  // GPT-2 124M's width, depth, vocabulary and positions are the defaults
+  c.num_key_value_heads = 4, c.intermediate_size = 2048;
   return c;
 }
 

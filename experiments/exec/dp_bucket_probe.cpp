@@ -20,7 +20,7 @@ int main() {
   torch::set_num_threads(1);
   const exec::RankEnv env = exec::read_rank_env();
   exec::Communicator comm(env, core::Mesh::from_axes({env.world_size}, {core::Axis::Dp}), core::Device::Cpu, std::chrono::seconds(30));
-  core::ModelConfig cfg;
+  core::VitConfig cfg;
   cfg.depth = 4;
   torch::manual_seed(0);
   exec::ViT model(cfg, exec::TpContext{});

@@ -29,9 +29,8 @@ using namespace quintnet;
 
 namespace {
 
-core::ModelConfig tiny() {
-  core::ModelConfig c;
-  c.kind = "gpt2";
+core::Gpt2Config tiny() {
+  core::Gpt2Config c;
   c.vocab_size = 101;  // odd: the vocabulary padding is exercised at tp 2
   c.n_positions = 32;
   c.n_embd = 32;
@@ -47,7 +46,7 @@ core::ModelConfig tiny() {
 // independent reference for the model's layout mapping.
 torch::Tensor reference_logits(const std::string& path, const torch::Tensor& tokens) {
   const exec::SafetensorsFile f(path);
-  const core::ModelConfig c = tiny();
+  const core::Gpt2Config c = tiny();
   auto get = [&](const std::string& name) {
     const auto& e = f.entries().at(name);
     return f.read(name, e.shape);
@@ -89,7 +88,7 @@ int main(int argc, char** argv) try {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "write" && (argc == 3 || argc == 4)) {
     torch::manual_seed(11);
-    core::ModelConfig config = tiny();
+    core::Gpt2Config config = tiny();
     if (argc == 4) config.vocab_size = std::stoi(argv[3]);
     exec::Gpt2 model(config, exec::TpContext{});
     {  // non-trivial LayerNorm parameters, so a swapped weight and bias would show

@@ -42,12 +42,12 @@ core::ModelConfig read_config(const std::string& path) {
 // Layers `range` of the model with this rank's shards of the file's weights.
 std::shared_ptr<exec::LanguageModel> load_stage(const core::ModelConfig& c, const exec::TpContext& tp,
                                              exec::StageRange range, const std::string& weights) {
-  if (c.kind == "gpt2") {
-    exec::Gpt2 model(c, tp, range);
+  if (c.is<core::Gpt2Config>()) {
+    exec::Gpt2 model(c.as<core::Gpt2Config>(), tp, range);
     exec::load_hf_gpt2(model, weights);
     return model.ptr();
   }
-  exec::Llama model(c, tp, range);
+  exec::Llama model(c.as<core::LlamaConfig>(), tp, range);
   exec::load_hf_llama(model, weights);
   return model.ptr();
 }

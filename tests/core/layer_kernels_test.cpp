@@ -200,4 +200,8 @@ TEST(CostModel, LlamaThreeParameterCountsMatchTheModelCards) {
   EXPECT_NEAR(core::model_dims("llama3-8b").parameters() / 1e9, 8.03, 0.01);
   EXPECT_NEAR(core::model_dims("llama3-70b").parameters() / 1e9, 70.55, 0.05);
   EXPECT_NEAR(core::model_dims("llama3-405b").parameters() / 1e9, 405.85, 0.2);
+  // Llama 3.2's small models tie the head to the embedding (their model.safetensors: 1,235,814,400 and
+  // 3,212,749,824 parameters); untied they would count 262.7M and 394.0M more.
+  EXPECT_NEAR(core::model_dims("llama3.2-1b").parameters() / 1e9, 1.2358, 0.0005);
+  EXPECT_NEAR(core::model_dims("llama3.2-3b").parameters() / 1e9, 3.2127, 0.0005);
 }

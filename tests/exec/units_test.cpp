@@ -147,7 +147,7 @@ TEST(IdxDataset, FashionMnistFromSetupLoads) {
 #include "exec/dp/flat_parameters.h"
 
 TEST(FlatParameters, BackwardAccumulatesIntoTheFlatGradientBuffer) {
-  quintnet::core::ModelConfig cfg;
+  quintnet::core::VitConfig cfg;
   cfg.depth = 2;
   torch::manual_seed(1);
   ViT model(cfg, TpContext{});

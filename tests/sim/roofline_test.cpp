@@ -116,8 +116,7 @@ TEST(Simulator, OneGpuStepIsItsKernelsOnTheRoofline) {
   for (const std::string kernels : {"unfused", "fused", "flash"}) {
     const auto j = simulate("--config " + gpt2_plan("one_" + kernels + ".yaml", 1, 1, 1, "kernels: " + kernels + "\n") +
                             " --platform dgx-a100");
-    core::ModelConfig gpt2;  // the plan's model: GPT-2 124M
-    gpt2.kind = "gpt2";
+    const core::ModelConfig gpt2 = core::Gpt2Config{};  // the plan's model: GPT-2 124M
     const core::ModelDims dims = core::model_dims(gpt2, 1024);
     core::KernelOptions o;
     o.micro_batch = 4, o.microbatches = 2, o.bytes_per_value = 2, o.set = *core::parse_option<core::KernelSet>(kernels);
@@ -138,8 +137,7 @@ TEST(Simulator, GradientAllReduceAfterTheBackwardAddsItsRingTime) {
                               " --platform dgx-a100 --exact");
   const auto overlapped = simulate("--config " + gpt2_plan("dp2_overlap.yaml", 2, 1, 1) + " --platform dgx-a100 --exact");
   const sim::Platform p = sim::load_platform("dgx-a100");
-  core::ModelConfig gpt2;
-  gpt2.kind = "gpt2";
+  const core::ModelConfig gpt2 = core::Gpt2Config{};
   const double bytes = 2 * core::stage_cost(core::model_dims(gpt2, 1024), 0, 12, 4, 1).parameters;
   const double buckets = std::ceil(bytes / (25.0 * 1024 * 1024)), n = 2;
   const double ring = 2 * (n - 1) * (buckets * p.intra_latency + bytes / (n * p.intra_bandwidth * p.intra_efficiency));

@@ -11,7 +11,7 @@ using namespace quintnet;
 
 int main() {
   torch::manual_seed(0);
-  core::ModelConfig config;  // the original's ViT: 28x28, patch 4, 64 wide, depth 8
+  core::VitConfig config;  // the original's ViT: 28x28, patch 4, 64 wide, depth 8
   exec::ViT vit(config, exec::TpContext{});
   const torch::Tensor logits = vit->forward(torch::randn({2, config.in_channels, config.img_size, config.img_size}));
   std::printf("ViT logits %lld x %lld\n", static_cast<long long>(logits.size(0)), static_cast<long long>(logits.size(1)));
