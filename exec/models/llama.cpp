@@ -153,7 +153,7 @@ LlamaImpl::LlamaImpl(const core::LlamaConfig& config, const TpContext& tp, Stage
     layers_.push_back(register_module("layers" + std::to_string(i), LlamaLayer(config, tp_)));
   if (has_head()) {
     norm_ = register_module("norm", RmsNorm(config.hidden_size, config.rms_norm_eps));
-    if (!config.tie_word_embeddings) head_ = vocabulary("lm_head");
+    head_ = config.tie_word_embeddings ? embed_ : vocabulary("lm_head");  // tied: the same module
   }
 }
 
@@ -171,14 +171,10 @@ torch::Tensor LlamaImpl::forward(const torch::Tensor& input) {
   if (has_head()) {
     // The whole sequence into the final norm, which every tp rank computes alike.
     if (tp_.sequence_parallel) x = gather_sequence(x, tp_, /*replicated_gradients=*/true);
-    x = logits_weight()->logits(norm_(x));
+    x = head_->logits(norm_(x));
   }
   return x;
 }
-
-VocabParallelEmbedding& LlamaImpl::logits_weight() { return config_.tie_word_embeddings ? embed_ : head_; }
-
-const VocabParallelEmbedding& LlamaImpl::head() const { return config_.tie_word_embeddings ? embed_ : head_; }
 
 std::vector<torch::Tensor> LlamaImpl::tied_parameters() {
   if (!config_.tie_word_embeddings || !embed_) return {};
@@ -212,7 +208,7 @@ torch::Tensor LlamaImpl::forward_cached(const torch::Tensor& ids, KvCache& cache
   for (size_t i = 0; i < layers_.size(); ++i) x = layers_[i]->forward_cached(x, cache, static_cast<int>(i));
   cache.advance(t);
   // Only the last token's logits: the next token's distribution.
-  return full_logits(logits_weight()->logits(norm_(x.narrow(1, t - 1, 1)))).squeeze(1);
+  return full_logits(head_->logits(norm_(x.narrow(1, t - 1, 1)))).squeeze(1);
 }
 
 // How the trainer meets the Llama (exec/models/registry.h).

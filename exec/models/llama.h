@@ -110,12 +110,12 @@ class LlamaImpl : public LanguageModel {
 
  private:
   core::LlamaConfig config_;
-  const VocabParallelEmbedding& head() const override;  // lm_head, or the embedding when tied
-  VocabParallelEmbedding& logits_weight();             // the same, to compute with
+  const VocabParallelEmbedding& head() const override { return head_; }
   VocabParallelEmbedding embed_{nullptr};
   std::vector<LlamaLayer> layers_;
   RmsNorm norm_{nullptr};
-  VocabParallelEmbedding head_{nullptr};  // untied only: a vocabulary-parallel weight of its own
+  // lm_head, a vocabulary-parallel weight of its own; tied: embed_ itself (registered once)
+  VocabParallelEmbedding head_{nullptr};
 };
 TORCH_MODULE(Llama);
 
