@@ -49,6 +49,13 @@ double embedding_parameters(const ModelDims& m) {
   return static_cast<double>(m.vocab) * m.hidden;  // rotary positions have no weights
 }
 
+// A tied head on the last stage of a pipeline (pp > 1) uses its own copy of the
+// embedding's vocabulary rows, kept equal by summing the two copies' gradients after the
+// backward (exec/pp/tied_gradients.h; Megatron-LM does the same between its end stages).
+double tied_copy_parameters(const ModelDims& m, int first_layer) {
+  return m.head == Head::TiedVocabulary && first_layer > 0 ? static_cast<double>(m.vocab) * m.hidden : 0.0;
+}
+
 double head_parameters(const ModelDims& m) {
   // The final norm; a tied head reuses the embedding's weights (no new parameters), an
   // untied one or a classifier has its own.
@@ -127,6 +134,8 @@ StageCost stage_cost(const ModelDims& m, int first, int end, int b, int tp, doub
   }
   if (end == m.layers) {
     params += head_parameters(m);
+    c.tied_copy_parameters = tied_copy_parameters(m, first) / tp;
+    params += tied_copy_parameters(m, first);
     fwd += (m.head == Head::ClassTokenClassifier ? static_cast<double>(b) : tokens) * 2.0 * h * m.vocab;
   }
   c.forward_flops = fwd / tp;

@@ -69,6 +69,7 @@ struct MemoryOptions {
 struct StageCost {
   double forward_flops = 0, backward_flops = 0;
   double parameters = 0;            // this rank's share
+  double tied_copy_parameters = 0;  // of those, a tied head's copy of the embedding (last stage, pp > 1)
   double boundary_bytes = 0;        // activation (or its gradient) sent to the next stage
   double tp_allreduce_bytes = 0;    // one TP all-reduce (b x s x h activations)
   int tp_allreduces_forward = 0;    // per microbatch forward (2 per layer); backward the same

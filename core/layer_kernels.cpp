@@ -234,7 +234,9 @@ void embedding_kernels(Builder& k, const ModelDims& m, const Sizes& z, const Ker
   accumulate_gradients(k, z, (m.vocab / z.t + (z.rotary ? 0 : z.s)) * z.h, o.microbatches);
 }
 
-void head_kernels(Builder& k, const ModelDims& m, const Sizes& z, const KernelOptions& o) {
+// `own_copy`: a tied head on a stage without the embedding (pp > 1) uses a copy of its
+// weights, with a gradient buffer of its own.
+void head_kernels(Builder& k, const ModelDims& m, const Sizes& z, const KernelOptions& o, bool own_copy) {
   const Pass f = Pass::Forward, bi = Pass::BackwardInput, bw = Pass::BackwardWeight;
   if (m.head == Head::ClassTokenClassifier) {  // LayerNorm and classifier on the class token of each sample
     k.memory("final layernorm", f, 2 * z.e * z.b * z.h);
@@ -258,7 +260,7 @@ void head_kernels(Builder& k, const ModelDims& m, const Sizes& z, const KernelOp
   k.memory(norm + " backward", bi, 3 * z.e * z.Tr * z.h);
   k.gemm("logits: weight gradient", bw, m.vocab / z.t, z.h, z.T);  // the tied embedding's, or the head's own
   k.memory(norm + " weight gradients", bw, (z.biases ? 2 : 1) * z.e * z.Tr * z.h);
-  if (m.head == Head::UntiedVocabulary) accumulate_gradients(k, z, m.vocab / z.t * z.h, o.microbatches);
+  if (m.head == Head::UntiedVocabulary || own_copy) accumulate_gradients(k, z, m.vocab / z.t * z.h, o.microbatches);
 }
 
 // `layers` identical layers: forward, backward and what recomputation adds.
@@ -291,7 +293,7 @@ std::vector<Kernel> stage_kernels(const ModelDims& m, int first, int end, const 
   if (end > first) add_layers(out, z, o, end - first);
   Builder once(out, z.e, 1);
   if (first == 0) embedding_kernels(once, m, z, o);
-  if (end == m.layers) head_kernels(once, m, z, o);
+  if (end == m.layers) head_kernels(once, m, z, o, m.head == Head::TiedVocabulary && first > 0);
   return out;
 }
 

@@ -31,7 +31,8 @@ SimulationSize estimate_simulation(const StepCosts& costs, bool writes_trace, in
     double events = 0;
     for (const core::Action& a : actions) {
       if (a.kind == core::ActionKind::GradSync && costs.dp <= 1) continue;  // nothing to sync: not recorded
-      events += 1 + (costs.tp > 1 && core::is_compute(a.kind) ? 1 : 0) +
+      const bool ring = costs.cp > 1 && core::is_compute(a.kind) && a.kind != core::ActionKind::BackwardWeight;
+      events += 1 + (costs.tp > 1 && core::is_compute(a.kind) ? 1 : 0) + (ring ? 1 : 0) +
                 (costs.pp_scatter_gather && costs.tp > 1 && core::is_recv(a.kind) ? 1 : 0);  // its all-gather
     }
     // The DP buckets of each chunk, as sim/rank_actor.cpp cuts them.
@@ -44,7 +45,8 @@ SimulationSize estimate_simulation(const StepCosts& costs, bool writes_trace, in
   const int replicas = reduced ? simulated_replicas : costs.dp;
   s.ranks = s.ranks / costs.dp * replicas;
   s.events = per_replica_member * costs.tp * replicas;
-  const double hosts = static_cast<double>(s.ranks) * (reduced ? 2 : 1);  // a reduced rank has its ring peer host
+  // A reduced rank has its ring peer host (and its cp peer host).
+  const double hosts = static_cast<double>(s.ranks) * (reduced ? (costs.cp > 1 ? 3 : 2) : 1);
   s.bytes = kProcessBytes + static_cast<double>(s.ranks) * kPerRankBytes + hosts * hosts * kPerHostPairBytes +
             s.events * (kPerEventBytes + (writes_trace ? kPerTracedEventBytes : 0));
   return s;

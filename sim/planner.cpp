@@ -41,26 +41,37 @@ std::string gib(double bytes) {
 
 // Analytic step: the slowest stage's op times plus its TP all-reduces, in core's
 // schedule simulation; then the exposed DP gradient all-reduce (with ZeRO-1 its
-// reduce-scatter and the parameters' all-gather: the same ring steps).
+// reduce-scatter and the parameters' all-gather: the same ring steps) and a tied head's
+// all-reduce over the pipeline.
 double analytic_step(const StepCosts& s, const Candidate& c, const Platform& platform) {
   const bool tp_in_node = c.tp <= platform.gpus_per_node;
   const double hop_a = tp_in_node ? platform.intra_latency : platform.intra_latency + platform.inter_latency;
   const double tp_ring = ring_time(s.tp_allreduce_bytes, c.tp, hop_a, platform.intra_link_bandwidth());
   core::OpCosts costs;
-  costs.forward = *std::max_element(s.forward_s.begin(), s.forward_s.end()) + c.chunks * s.tp_allreduces_per_op * tp_ring;
-  costs.backward_input = *std::max_element(s.backward_input_s.begin(), s.backward_input_s.end()) +
+  // Context parallelism: the ring's closed-form exposure (sim/cp_ring.h) on top of the ops.
+  double ring_forward = 0, ring_backward = 0;
+  for (const CpRingCosts& ring : s.cp_ring) {
+    ring_forward = std::max(ring_forward, ring.estimate_forward_s);
+    ring_backward = std::max(ring_backward, ring.estimate_backward_s);
+  }
+  costs.forward = *std::max_element(s.forward_s.begin(), s.forward_s.end()) + ring_forward +
+                  c.chunks * s.tp_allreduces_per_op * tp_ring;
+  costs.backward_input = *std::max_element(s.backward_input_s.begin(), s.backward_input_s.end()) + ring_backward +
                          c.chunks * (s.tp_allreduces_per_op + s.tp_allreduces_recompute) * tp_ring;
   costs.backward_weight = *std::max_element(s.backward_weight_s.begin(), s.backward_weight_s.end());
   const int replicas = c.dp * c.cp;  // the gradient all-reduce's ranks
   const bool pp_crosses_nodes = c.tp * replicas >= platform.gpus_per_node;
-  costs.p2p = pp_crosses_nodes ? platform.intra_latency + platform.inter_latency + s.p2p_bytes / platform.nic_link_bandwidth()
-                               : platform.intra_latency + s.p2p_bytes / platform.intra_link_bandwidth();
+  const double pp_latency = pp_crosses_nodes ? platform.intra_latency + platform.inter_latency : platform.intra_latency;
+  const double pp_bandwidth = pp_crosses_nodes ? platform.nic_link_bandwidth() : platform.intra_link_bandwidth();
+  costs.p2p = pp_latency + s.p2p_bytes / pp_bandwidth;
   const bool dp_crosses_nodes = c.tp * replicas > platform.gpus_per_node;
   const double dp_bandwidth = dp_crosses_nodes ? platform.nic_link_bandwidth() : platform.intra_link_bandwidth();
   const double dp_latency = dp_crosses_nodes ? platform.inter_latency + platform.intra_latency : platform.intra_latency;
   const double grads = *std::max_element(s.dp_grad_bytes.begin(), s.dp_grad_bytes.end());
+  // A tied head's copy of the embedding: its gradient all-reduced over the pipeline.
+  const double tied = s.tied_gradient_bytes > 0 ? ring_time(s.tied_gradient_bytes, c.pp, pp_latency, pp_bandwidth) : 0.0;
   return core::simulate_schedule(s.schedule, costs).step_time + ring_time(grads, replicas, dp_latency, dp_bandwidth) +
-         s.optimizer_s;
+         tied + s.optimizer_s;
 }
 
 // The layout `base` with its fastest memory options that fit, or rejected with the least

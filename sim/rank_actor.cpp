@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/schedule_interpreter.h"
+#include "sim/cp_ring.h"
 #include "sim/what_if.h"
 
 namespace sg4 = simgrid::s4u;
@@ -105,6 +106,7 @@ class RankActor : public core::ScheduleHandler {
     // (the same time for the rank, far fewer simulated messages).
     interleave_tp_ = w.platform.cores_per_node > 0 && costs_.tp > 1 && costs_.tp_allreduces_per_op > 0;
     overlap_tp_ = costs_.tp_overlap && costs_.tp > 1 && costs_.tp_allreduces_per_op > 0 && !interleave_tp_;
+    if (costs_.cp > 1) route_cp_ring(w);
   }
 
   // The rank's schedule, then the end of its DP stream.
@@ -114,20 +116,23 @@ class RankActor : public core::ScheduleHandler {
   }
 
  private:
-  void forward(const core::Step& st) override { compute(costs_.forward_s[pp_] / v_, st); }
+  // Which ring attention an op runs under context parallelism (sim/cp_ring.h).
+  enum class Ring { None, Forward, Backward };
+
+  void forward(const core::Step& st) override { compute(costs_.forward_s[pp_] / v_, st, Ring::Forward); }
 
   void backward(const core::Step& st) override {
     // Without dp_overlap the buckets wait for GRAD_SYNC.
     const bool releases = costs_.dp > 1 && st.completes_gradients && costs_.dp_overlap;
     switch (st.action.kind) {
       case core::ActionKind::Backward:
-        compute((costs_.backward_input_s[pp_] + costs_.backward_weight_s[pp_]) / v_, st, releases,
+        compute((costs_.backward_input_s[pp_] + costs_.backward_weight_s[pp_]) / v_, st, Ring::Backward, releases,
                 costs_.tp_allreduces_recompute);
         break;
       case core::ActionKind::BackwardInput:
-        compute(costs_.backward_input_s[pp_] / v_, st, false, costs_.tp_allreduces_recompute);
+        compute(costs_.backward_input_s[pp_] / v_, st, Ring::Backward, false, costs_.tp_allreduces_recompute);
         break;
-      default: compute(costs_.backward_weight_s[pp_] / v_, st, releases); break;
+      default: compute(costs_.backward_weight_s[pp_] / v_, st, Ring::None, releases); break;
     }
   }
 
@@ -180,11 +185,14 @@ class RankActor : public core::ScheduleHandler {
   }
 
   void optimizer_step(const core::Step& st) override {
-    // The executor's step end: the last stage's loss statistics go to every stage (a
-    // broadcast over the pipeline), then the gradient norm is summed over tp and over
-    // pp before the optimizer may clip; each waits for the group's slowest member.
-    // Modelled as ring all-reduces of one number.
+    // The executor's step end: a tied head's copy of the embedding gets the gradient of
+    // both copies (an all-reduce over the pipeline), the last stage's loss statistics go
+    // to every stage (a broadcast over the pipeline), then the gradient norm is summed
+    // over tp and over pp before the optimizer may clip; each waits for the group's
+    // slowest member.  The last three are modelled as ring all-reduces of one number.
     const Platform& p = w_.platform;
+    if (costs_.tied_gradient_bytes > 0)
+      ring_allreduce(pp_group_, costs_.tied_gradient_bytes, w_.ranks, hop_latency(pp_group_, p), 1, w_.draws);
     if (costs_.step_end_collectives) ring_allreduce(pp_group_, 8, w_.ranks, hop_latency(pp_group_, p), 1, w_.draws);
     const double t0 = sg4::Engine::get_clock();
     if (costs_.step_end_collectives) {
@@ -215,15 +223,17 @@ class RankActor : public core::ScheduleHandler {
   // An op of `seconds` (at a full core / GPU: a rank with a share of a core takes
   // longer), cut into pieces by its TP all-reduces on a shared CPU; a backward that
   // completes the chunk's gradients hands its DP buckets to the stream during its last
-  // piece, as the executor's bucket hooks fire.
+  // piece, as the executor's bucket hooks fire.  Under context parallelism the op's ring
+  // attention runs first (its attention is part of `seconds`).
   // `recompute_tp`: the TP all-reduces of a recomputed forward (inside a B or BI).
-  void compute(double seconds, const core::Step& st, bool releases_gradients = false, int recompute_tp = 0) {
-    if (overlap_tp_) return compute_overlapping_tp(seconds, st, releases_gradients, recompute_tp);
-    seconds *= jitter_.factor();
+  void compute(double seconds, const core::Step& st, Ring ring, bool releases_gradients = false, int recompute_tp = 0) {
+    const double jitter = jitter_.factor();
+    seconds *= jitter;
     const double t0 = sg4::Engine::get_clock();
+    double communicating = ring_attention(st, ring, jitter, seconds);  // (then seconds is the op's rest)
+    if (overlap_tp_) return compute_overlapping_tp(seconds, st, t0, releases_gradients, recompute_tp);
     const int pieces = interleave_tp_ ? costs_.tp_allreduces_per_op : 1;
     const int parts = releases_gradients ? buckets_ : 1;
-    double communicating = 0;
     for (int k = 0; k < pieces; ++k) {
       const bool last = k == pieces - 1;
       for (int j = 0; j < (last ? parts : 1); ++j) {
@@ -241,16 +251,66 @@ class RankActor : public core::ScheduleHandler {
 
   // tp_overlap: the op's TP all-reduces run beside its computation, so only what they
   // take beyond it shows; its DP buckets leave when both are done.
-  void compute_overlapping_tp(double seconds, const core::Step& st, bool releases_gradients, int recompute_tp) {
-    seconds *= jitter_.factor();
-    const double t0 = sg4::Engine::get_clock();
+  void compute_overlapping_tp(double seconds, const core::Step& st, double t0, bool releases_gradients,
+                              int recompute_tp) {
     sg4::ExecPtr exec = sg4::this_actor::exec_init(seconds * speed_)->set_host(w_.hosts.compute[r_])->start();
     tp_allreduces(st, costs_.tp_allreduces_per_op + recompute_tp);
     exec->wait();
     const double t1 = sg4::Engine::get_clock();
-    w_.result.busy_s[r_] += seconds;
+    w_.result.busy_s[r_] += seconds + ring_busy_s_;
     w_.recorder.add(r_, st.lane, st.kind, st.name, t0, t1, st.action.mb, st.action.chunk);
     for (int k = 0; releases_gradients && k < buckets_; ++k) release_bucket();
+  }
+
+  // The op's ring attention (sim/cp_ring.h) with its attention taken out of `seconds`;
+  // returns the time its hops kept the rank waiting.
+  double ring_attention(const core::Step& st, Ring ring, double jitter, double& seconds) {
+    ring_busy_s_ = 0;
+    if (costs_.cp <= 1 || ring == Ring::None) return 0;
+    const CpRingCosts& c = costs_.cp_ring[static_cast<size_t>(pp_)];
+    // An op's layers' hops merged (sim/cp_ring.h): each arrives the others' latencies later.
+    const double block = c.block_bytes / v_, extra = std::max(0.0, c.layers / v_ - 1) * cp_latency_;
+    std::vector<RingStep> steps;
+    if (ring == Ring::Backward) {
+      if (c.attention_recompute_s > 0) steps = forward_ring(costs_.cp, c.attention_recompute_s / v_ * jitter, block, extra);
+      for (const RingStep& s : backward_ring(costs_.cp, c.attention_backward_s / v_ * jitter, block, extra))
+        steps.push_back(s);
+    } else {
+      steps = forward_ring(costs_.cp, c.attention_forward_s / v_ * jitter, block, extra);
+    }
+    double attention = 0;
+    for (RingStep& s : steps) {
+      attention += s.attention_s;
+      // A calibrated machine's routes have no latency: each layer's hop draws its own.
+      if (w_.draws && s.bytes > 0) s.extra_latency = w_.draws->sum(std::max(1, static_cast<int>(std::lround(c.layers / v_))));
+    }
+    seconds = std::max(0.0, seconds - attention);
+    const RingRun run = run_ring(steps, cp_route_, w_.hosts.compute[r_], speed_);
+    ring_busy_s_ = run.end - run.start - run.exposed;
+    w_.result.exposed_comm_s[r_] += run.exposed;
+    w_.result.cp_ring_exposed_s[r_] += run.exposed;
+    const std::string what = ring == Ring::Forward ? "keys and values" : "keys, values and their gradients";
+    w_.recorder.add(r_, core::Lane::P2P, "cp-ring",
+                    "cp ring: " + what + " (" + std::to_string(run.hops) + " hops" +
+                        (cp_next_ >= 0 ? " to rank " + std::to_string(cp_next_) : std::string(", mirrored")) + ")",
+                    run.start, run.end, st.action.mb, st.action.chunk, run.bytes, cp_next_);
+    return run.exposed;
+  }
+
+  // Where the rank's ring hops go: the next cp rank of its replica's cp group (the
+  // simulated dp axis holds dp × cp replicas, cp innermost), or its cp peer host in the
+  // reduced model (sim/simulation.h).
+  void route_cp_ring(SimStep& w) {
+    if (!w.draws) cp_latency_ = cp_hop_latency(costs_.cp, costs_.tp, w.platform);  // drawn latencies: none on routes
+    if (w.reduced) {
+      cp_route_.host = w.hosts.ranks[r_];
+      cp_route_.peer = w.hosts.cp_peers[r_];
+      return;
+    }
+    const int cp = costs_.cp, next_dp = dp_ - dp_ % cp + (dp_ % cp + 1) % cp;
+    cp_next_ = w.mesh.rank({next_dp, tp_, pp_});
+    cp_route_.inbox = eager_mailbox("cp:" + std::to_string(r_), r_, w.ranks);
+    cp_route_.outbox = eager_mailbox("cp:" + std::to_string(cp_next_), cp_next_, w.ranks);
   }
 
   // One of the chunk's DP gradient buckets to the rank's DP stream.
@@ -290,6 +350,10 @@ class RankActor : public core::ScheduleHandler {
   int buckets_ = 0;  // DP gradient buckets per chunk
   bool interleave_tp_ = false;
   bool overlap_tp_ = false;  // tp_overlap on GPUs (compute_overlapping_tp)
+  CpRingRoute cp_route_;     // cp > 1: where the ring's hops go
+  int cp_next_ = -1;         // the next cp rank (a full simulation)
+  double cp_latency_ = 0;    // a ring hop's route latency
+  double ring_busy_s_ = 0;   // the time the op's ring computed
 };
 
 }  // namespace

@@ -125,7 +125,7 @@ PlatformHosts build_from_xml(const Platform& p, int ranks, const std::vector<std
       throw core::UserError(p.xml_file + ": no route from " + hosts[a]->get_name() + " (rank " + std::to_string(a) +
                             ") to " + hosts[b]->get_name() + " (rank " + std::to_string(b) + "), which exchange messages");
   }
-  return {hosts, hosts, {}};
+  return {hosts, hosts, {}, {}};
 }
 
 }  // namespace
@@ -281,12 +281,16 @@ PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std
   for (const auto& [a, b] : pairs)
     zone->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr,
                     links.route(a, b, links.across_nodes(a, b)), false);
-  PlatformHosts out{hosts, hosts, {}};
+  PlatformHosts out{hosts, hosts, {}, {}};
   if (reduced)
     for (int r = 0; r < ranks; ++r) {
       out.ring_peers.push_back(zone->create_host("gpu" + std::to_string(r) + "-ring-peer", p.gpu_flops()));
       zone->add_route(hosts[r]->get_netpoint(), out.ring_peers.back()->get_netpoint(), nullptr, nullptr,
                       links.route(r, r, reduced->ring_across_nodes), false);
+      if (!reduced->cp_ring) continue;
+      out.cp_peers.push_back(zone->create_host("gpu" + std::to_string(r) + "-cp-peer", p.gpu_flops()));
+      zone->add_route(hosts[r]->get_netpoint(), out.cp_peers.back()->get_netpoint(), nullptr, nullptr,
+                      links.route(r, r, reduced->cp_ring_across_nodes), false);
     }
   zone->seal();
   return out;

@@ -34,6 +34,7 @@ struct PlatformHosts {
   std::vector<simgrid::s4u::Host*> compute;  // where each rank's ops execute
   // Reduced model: each rank's stand-in for its DP ring neighbours (see ReducedLayout).
   std::vector<simgrid::s4u::Host*> ring_peers;
+  std::vector<simgrid::s4u::Host*> cp_peers;  // ... and for its cp ring neighbours (cp > 1)
 };
 // The reduced model's layout (sim/simulation.h): where each simulated rank sits in the
 // full step, and how the full step's shared core is divided.
@@ -46,6 +47,8 @@ struct ReducedLayout {
   // comes back in through the same, loading the rank's links as its outgoing and
   // incoming ring hops do in the full step.
   bool ring_across_nodes = false;
+  // Under context parallelism each rank has a cp peer host too, for its cp ring's hops.
+  bool cp_ring = false, cp_ring_across_nodes = false;
 };
 
 PlatformHosts build_platform(const Platform& p, int ranks, const std::vector<std::pair<int, int>>& pairs,

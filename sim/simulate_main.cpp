@@ -107,7 +107,8 @@ void print_summary(const std::string& what, const sim::StepCosts& costs, const s
               100 * comm, 100 * (1 - compute - comm));
   if (summary.contains("cp_ring_exposed_s"))
     std::printf("  context parallel cp %d: ring attention's hops beyond the attention they overlap %.4g s per step"
-                " (in compute)\n", summary["cp"].get<int>(), summary["cp_ring_exposed_s"].get<double>());
+                " (closed form, no other traffic: %.4g s)\n", summary["cp"].get<int>(),
+                summary["cp_ring_exposed_s"].get<double>(), summary["cp_ring_closed_form_s"].get<double>());
   std::printf("  (%zu events simulated in %.2f s wall", r.trace.events.size(), wall);
   if (r.reduced) std::printf("; %s", sim::describe_replicas(r.classes).c_str());
   else if (costs.dp > 1 && !exact)

@@ -51,6 +51,15 @@ RingHops ring_hops(const StepCosts& costs, const Platform& p) {
   return RingHops::Mixed;
 }
 
+// A cp ring hop of the full step: its members (rank = tp + TP (c + CP (d + DP pp))) are
+// TP ranks apart inside a block of TP x CP ranks.
+RingHops cp_ring_hops(const StepCosts& costs, const Platform& p) {
+  const int gpn = p.gpus_per_node, block = costs.tp * costs.cp;
+  if (costs.tp * costs.dp * costs.schedule.pp <= gpn || gpn % block == 0) return RingHops::Inside;
+  if (costs.tp % gpn == 0) return RingHops::Across;
+  return RingHops::Mixed;
+}
+
 }  // namespace
 
 std::string why_not_reducible(const StepCosts& costs, const Platform& p) {
@@ -82,6 +91,11 @@ std::string why_not_reducible(const StepCosts& costs, const Platform& p) {
   // (measured: 28% slow).
   const bool failed_nic = std::any_of(p.nic_factor.begin(), p.nic_factor.end(), [](const auto& f) { return f.second == 0; });
   if (hops == RingHops::Paired && failed_nic) return "a failed NIC where DP ring hops alternate inside and across nodes";
+  if (costs.cp > 1) {
+    if (cp_ring_hops(costs, p) == RingHops::Mixed) return "cp ring hops of which only some cross nodes";
+    if (!p.rank_speed.empty() || !p.nic_factor.empty() || p.jitter.active())
+      return "what-ifs under context parallelism (a touched rank's cp ring partners wait for it)";
+  }
   return "";
 }
 
@@ -100,11 +114,14 @@ ReducedLayout reduced_layout(const StepCosts& costs, const Platform& platform, c
   layout.full_ranks = full.world_size();
   layout.replicas = static_cast<double>(costs.dp) / static_cast<double>(classes.simulated.size());
   layout.ring_across_nodes = ring_hops(costs, platform) != RingHops::Inside;
+  layout.cp_ring = costs.cp > 1;
+  layout.cp_ring_across_nodes = layout.cp_ring && cp_ring_hops(costs, platform) == RingHops::Across;
   return layout;
 }
 
 // The (src, dst) pairs that exchange messages: tp ring neighbours, dp ring neighbours
-// (their routes: sim/collectives.h) and pipeline neighbours both ways.
+// (their routes: sim/collectives.h), cp ring neighbours (a full simulation; the dp axis
+// holds dp x cp replicas, cp innermost) and pipeline neighbours both ways.
 std::vector<std::pair<int, int>> message_pairs(const StepCosts& costs, const Platform& platform, const core::Mesh& mesh,
                                                bool reduced) {
   using core::Axis;
@@ -116,6 +133,10 @@ std::vector<std::pair<int, int>> message_pairs(const StepCosts& costs, const Pla
   };
   for (int r = 0; r < mesh.world_size(); ++r) {
     if (costs.tp > 1) pairs.insert({r, next(r, Axis::Tp, 1)});
+    if (!reduced && costs.cp > 1) {
+      const int d = mesh.coord(r, Axis::Dp), next_dp = d - d % costs.cp + (d % costs.cp + 1) % costs.cp;
+      pairs.insert({r, mesh.rank({next_dp, mesh.coord(r, Axis::Tp), mesh.coord(r, Axis::Pp)})});
+    }
     if (!reduced && costs.dp > 1) add_dp_routes(RingGroup{"dp", mesh.group(r, Axis::Dp), mesh.coord(r, Axis::Dp), 0},
                                                platform, pairs);
     if (costs.schedule.pp > 1) {
@@ -186,6 +207,7 @@ SimResult simulate_step(const StepCosts& costs, const Platform& platform, bool e
   SimResult result;
   result.busy_s.assign(world, 0);
   result.exposed_comm_s.assign(world, 0);
+  result.cp_ring_exposed_s.assign(world, 0);
   SimStep step{costs, platform, mesh, hosts, draws.get(), result, {}, std::vector<sg4::ActorPtr>(world),
                std::vector<sg4::ActorPtr>(world), {}};
   step.reduced = result.reduced = reduced;

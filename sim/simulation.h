@@ -34,6 +34,7 @@ struct SimResult {
   double bubble_fraction = 0;           // core::measured_bubble_fraction of the trace
   std::vector<double> busy_s;           // compute time per rank
   std::vector<double> exposed_comm_s;   // time per rank blocked in receives and collectives
+  std::vector<double> cp_ring_exposed_s;  // per simulated rank: of that, waiting for ring attention's hops
   core::Trace trace;                    // source "sim"
 };
 
@@ -49,6 +50,10 @@ struct SimResult {
 // exactly as the member's outgoing and incoming hops do in the full step, and the core
 // (shared by all nodes) is built for the full step's nodes and divided by the replicas
 // per simulated one, so each flow gets the share it gets among all replicas' flows.
+// Context parallelism (the dp axis then holds dp × cp replicas, cp innermost): a cp ring
+// hop becomes a transfer to the rank's cp peer host in the same way, so the cp ranks of
+// a replica need not be simulated — when their hops all stay inside nodes or all cross
+// them, and no what-if touches a rank (a slowed cp rank holds up its ring partners).
 // Returns "" when the plan reduces, else why not.
 std::string why_not_reducible(const StepCosts& costs, const Platform& platform);
 

@@ -1,10 +1,13 @@
 #include "sim/step_costs.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/layer_kernels.h"
 #include "core/stage_balance.h"
 #include "core/schedule_generators.h"
 #include "core/schedule_validator.h"
+#include "sim/cp_ring.h"
 #include "sim/roofline.h"
 
 namespace quintnet::sim {
@@ -77,30 +80,22 @@ bool attention_core_kernel(const core::Kernel& k) {
   return false;
 }
 
-// One layer's ring attention on a cp rank, per microbatch: the seconds its hops take
-// beyond the attention they overlap.  The forward passes the key/value block cp − 1
-// times; the backward cp times with its gradients (twice the bytes).  Each hop runs
-// beside one ring step's attention (1/cp of the layer's); the ring is as slow as its
-// slowest hop, which leaves the node once tp × cp exceeds it.
-struct RingExposure {
-  double forward_s = 0, backward_s = 0;
-};
-RingExposure ring_exposure(const core::RunLayout& l, const core::ModelDims& local, const Platform& p, double bytes) {
-  if (l.cp == 1) return {};
-  core::KernelOptions o = kernel_options_of(l, bytes);
-  o.memory = {};  // the attention as computed the first time
-  std::vector<core::Kernel> core_kernels;
-  for (const core::Kernel& k : core::layer_kernels(local, o))
-    if (attention_core_kernel(k)) core_kernels.push_back(k);
-  const double attention_forward = pass_seconds(core_kernels, core::Pass::Forward, p) / l.cp;
-  const double attention_backward = pass_seconds(core_kernels, core::Pass::BackwardInput, p) / l.cp;
+// One pipeline rank's ring attention per microbatch (sim/cp_ring.h): the attention
+// core's share of its op times, by pass, and the key/value block of all its layers.
+CpRingCosts cp_ring_costs(const core::RunLayout& l, const core::ModelDims& local, const std::vector<core::Kernel>& kernels,
+                          int layers, const Platform& p, double bytes) {
+  CpRingCosts c;
+  std::vector<core::Kernel> first, again;  // the attention as computed the first time / recomputed
+  for (const core::Kernel& k : kernels)
+    if (attention_core_kernel(k)) (k.name.find("(recompute)") == std::string::npos ? first : again).push_back(k);
+  c.attention_forward_s = pass_seconds(first, core::Pass::Forward, p);
+  c.attention_backward_s = pass_seconds(first, core::Pass::BackwardInput, p);
+  c.attention_recompute_s = pass_seconds(again, core::Pass::BackwardInput, p);
   const double kv_width = std::max(static_cast<double>(local.key_value_heads()) / l.tp, 1.0) * local.hidden / local.heads;
-  const double block = 2.0 * l.micro_batch_size * local.seq * kv_width * bytes;  // K and V
-  const bool inside = l.tp * l.cp <= p.gpus_per_node;
-  const double bandwidth = inside ? p.intra_bandwidth * p.intra_efficiency : p.nic_bandwidth * p.nic_efficiency;
-  const double latency = inside ? p.intra_latency : p.inter_latency;
-  auto hop = [&](double b) { return latency + b / bandwidth; };
-  return {(l.cp - 1) * std::max(0.0, hop(block) - attention_forward), l.cp * std::max(0.0, hop(2 * block) - attention_backward)};
+  c.layers = layers;
+  c.block_bytes = layers * 2.0 * l.micro_batch_size * local.seq * kv_width * bytes;  // K and V
+  estimate_cp_ring(c, l.cp, l.tp, p);
+  return c;
 }
 
 // One pipeline rank's share: its ops' times, its optimizer, its gradients and memory.
@@ -114,6 +109,7 @@ void add_pipeline_rank(StepCosts& s, const core::RunLayout& l, int r, const core
   core::ModelDims local = l.model;
   local.seq /= l.cp;
   RankWork work;
+  int transformer_layers = 0;
   double params = 0, activations = 0, working = 0;
   for (int c = 0; c < l.chunks; ++c) {
     const core::LayerRange& range = l.stages[c * l.pp + r];
@@ -124,23 +120,19 @@ void add_pipeline_rank(StepCosts& s, const core::RunLayout& l, int r, const core
     work.forward_flops += cost.forward_flops;
     work.recompute_flops += cost.recompute_flops;
     work.layers += stage_layer_count(l.model, range);
+    transformer_layers += range.end - range.first;
     working = std::max(working, cost.backward_working_bytes);
     params += cost.parameters;
     activations = std::max(activations, cost.activation_bytes);
     s.p2p_bytes = cost.boundary_bytes;
+    s.tied_gradient_bytes = std::max(s.tied_gradient_bytes, 4.0 * cost.tied_copy_parameters);
     s.tp_allreduce_bytes = cost.tp_allreduce_bytes;
     s.tp_allreduces_per_op = cost.tp_allreduces_forward;  // per F (and per B) of one chunk
     s.tp_allreduces_recompute = full_recompute ? cost.tp_allreduces_forward : 0;
   }
-  const double layers = work.layers;
+  if (l.cp > 1) s.cp_ring.push_back(cp_ring_costs(l, local, work.kernels, transformer_layers, platform, bytes));
   if (calibration) push_calibrated_op_times(s, work, *calibration, l.world_size(), full_recompute);
   else push_roofline_op_times(s, std::move(work), platform);
-  // The ring's exposed hops, in every layer of the rank's ops (again in the backward's
-  // recomputed forward under full recomputation).
-  const RingExposure ring = ring_exposure(l, local, platform, bytes);
-  s.forward_s.back() += layers * ring.forward_s;
-  s.backward_input_s.back() += layers * (ring.backward_s + (full_recompute ? ring.forward_s : 0.0));
-  s.cp_ring_exposed_s.push_back(layers * (ring.forward_s + ring.backward_s + (full_recompute ? ring.forward_s : 0.0)));
   // The optimizer updates the rank's parameters (with ZeRO-1 its 1/dp of them): a
   // memory-bound kernel, free on a platform without a memory bandwidth.
   const double updated = params / (l.plan.zero_stage >= 1 ? s.dp : 1);

@@ -17,17 +17,32 @@
 
 namespace quintnet::sim {
 
+// One pipeline rank's ring attention per microbatch, over all its layers and chunks (an
+// op of a chunk: 1/chunks of it).  The attention times are part of the op times
+// (forward_s, backward_input_s): the ring runs them step by step, 1/cp at a time, beside
+// its hops (sim/cp_ring.h).
+struct CpRingCosts {
+  double attention_forward_s = 0;    // the attention core's forward, all ring steps
+  double attention_backward_s = 0;   // its backward (in BI)
+  double attention_recompute_s = 0;  // its forward again inside BI (full or selective recomputation)
+  double block_bytes = 0;            // keys and values of all the rank's layers: one ring hop's message
+  int layers = 0;                    // the rank's layers: one ring per layer in the closed form
+  // The closed form (each layer's hops on their own route, no other traffic): seconds the
+  // hops take beyond the attention they overlap, per microbatch — the planner's estimate
+  // and the summary's comparison.
+  double estimate_forward_s = 0, estimate_backward_s = 0;
+};
+
 struct StepCosts {
   core::Schedule schedule;
   // dp: the ranks that average gradients — dp × cp under context parallelism (cp ranks
   // hold the same weights); the simulated mesh's dp axis stands for both.
   int tp = 1, dp = 1;
   // Context parallelism: each rank computes s/cp tokens of every sample (its op times
-  // above) and its ring attention passes key/value blocks to the next cp rank in every
-  // layer, overlapped with the attention of the block before.  What the ring takes beyond
-  // that attention is in the op times too, and here per microbatch and pipeline rank.
+  // below) and its ring attention passes key/value blocks around the cp group in every
+  // layer (sim/cp_ring.h; its costs per pipeline rank below, empty when cp is 1).
   int cp = 1;
-  std::vector<double> cp_ring_exposed_s;  // per pipeline rank: forward + backward of one microbatch
+  std::vector<CpRingCosts> cp_ring;
   // Seconds of one pipeline rank's whole share of the model per microbatch (a chunk
   // costs 1/chunks of it), per pipeline rank; B costs backward_input + backward_weight.
   std::vector<double> forward_s, backward_input_s, backward_weight_s;
@@ -40,6 +55,10 @@ struct StepCosts {
   // broadcast over pp, gradient-norm all-reduces over tp and pp); plans from a
   // core::Plan have them, uniform (closed-form) plans do not.
   bool step_end_collectives = false;
+  // A tied head on the last of pp > 1 stages holds a copy of the embedding; after the
+  // backward every pp rank joins an all-reduce of its gradient (fp32, this many bytes:
+  // exec/pp/tied_gradients.h).  0: nothing tied across stages.
+  double tied_gradient_bytes = 0;
   double p2p_bytes = 0;              // one activation (or gradient) message
   double tp_allreduce_bytes = 0;     // one TP all-reduce; tp_allreduces_per_op of them per F and per B
   int tp_allreduces_per_op = 0;

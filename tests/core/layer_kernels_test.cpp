@@ -205,3 +205,34 @@ TEST(CostModel, LlamaThreeParameterCountsMatchTheModelCards) {
   EXPECT_NEAR(core::model_dims("llama3.2-1b").parameters() / 1e9, 1.2358, 0.0005);
   EXPECT_NEAR(core::model_dims("llama3.2-3b").parameters() / 1e9, 3.2127, 0.0005);
 }
+
+// A tied head on the last of several pipeline stages uses a copy of the embedding's V/t
+// rows (exec/pp/tied_gradients.h): the last stage holds V·h/t more parameters and
+// accumulates their gradient over microbatches; one stage holding both ends, or an
+// untied head (Llama 3 8B), has no copy.
+TEST(CostModel, ATiedHeadOnTheLastOfSeveralStagesHoldsACopyOfTheEmbedding) {
+  const core::ModelDims m = gpt();
+  const int t = 4;
+  const double copy = static_cast<double>(m.vocab) * m.hidden / t;
+  const core::StageCost last = core::stage_cost(m, m.layers - 1, m.layers, 2, t);
+  const core::StageCost whole = core::stage_cost(m, 0, m.layers, 2, t);
+  EXPECT_DOUBLE_EQ(last.tied_copy_parameters, copy);
+  EXPECT_EQ(whole.tied_copy_parameters, 0);
+  EXPECT_NEAR(last.parameters - core::stage_cost(m, m.layers - 2, m.layers - 1, 2, t).parameters,
+              copy + 2.0 * m.hidden / t, 1e-6 * copy);  // the copy and the final LayerNorm
+  const core::ModelDims untied = core::model_dims("llama3-8b");
+  EXPECT_EQ(core::stage_cost(untied, untied.layers - 1, untied.layers, 1, t).tied_copy_parameters, 0);
+
+  auto o = options(core::KernelSet::Fused);
+  o.microbatches = 4;
+  const double accumulation = 3 * 2 * copy * 3 / 4;  // read the gradient and the sum, write the sum
+  const auto last_kernels = core::stage_kernels(m, m.layers - 1, m.layers, o);
+  const auto layer = core::layer_kernels(m, o);
+  EXPECT_NEAR(named_bytes(last_kernels, "gradient accumulation") - named_bytes(layer, "gradient accumulation"),
+              accumulation, 1e-9 * accumulation);
+  // One stage with both ends: the embedding's rows (and learnt positions) accumulate once.
+  const auto whole_kernels = core::stage_kernels(m, 0, m.layers, o);
+  const double embedding = (static_cast<double>(m.vocab) / t + m.seq) * m.hidden;
+  EXPECT_NEAR(named_bytes(whole_kernels, "gradient accumulation") - m.layers * named_bytes(layer, "gradient accumulation"),
+              3 * 2 * embedding * 3 / 4, 1e-9 * accumulation);
+}

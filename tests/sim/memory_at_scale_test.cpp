@@ -154,38 +154,3 @@ TEST(Planner, SearchesMemoryOptionsAndBeatsMegatronsPublishedLayout) {
   ASSERT_GT(published, 0);
   EXPECT_LE(best, published) << row;
 }
-
-// Context parallelism in the simulator (Llama 3 8B on one DGX H100 node, sequence 32,768,
-// flash attention, memory not checked): cp 2 instead of dp 2 gives each rank half the tokens of every sample
-// (activations halve), the same compute per step (the same tokens over the same GPUs) and
-// the gradients averaged over both ranks alike; the ring's hops hide behind the attention
-// of 8,192-token chunks and show beyond it at 128-token ones; the trace names cp ranks.
-TEST(Simulator, ContextParallelismSplitsTheSequenceAndItsRingShowsOnlyBeyondTheAttention) {
-  auto plan = [&](const std::string& name, const std::string& mesh, int seq) {
-    return write_file(name, "model: llama\nllama_config: {hidden_size: 256, num_hidden_layers: 4, num_attention_heads: 8,"
-                            " num_key_value_heads: 2, intermediate_size: 512}\nbatch_size: 4\ngrad_acc_steps: 2\n"
-                            "device_type: cuda\nkernels: flash\nmax_seq_length: " + std::to_string(seq) +
-                            "\nmesh_dim: " + mesh + "\nmesh_name: [dp, cp, tp, pp]\n");
-  };
-  // Memory unchecked: a whole 8B model per GPU (tp = pp = 1) at 32k tokens does not fit.
-  const std::string args = " --model llama3-8b --nodes 1 --platform " + write_file("h100_any_memory.json",
-                                                                                   R"({"preset": "dgx-h100", "memory_bytes": 0})");
-  const auto dp2 = simulate("--config " + plan("l8_dp2.yaml", "[2, 1, 1, 1]", 32768) + args + " --seq 32768");
-  const std::string cp2_plan = plan("l8_cp2.yaml", "[1, 2, 1, 1]", 32768);
-  const auto cp2 = simulate("--config " + cp2_plan + args + " --seq 32768");
-  EXPECT_EQ(cp2.value("cp", 0), 2);
-  EXPECT_EQ(cp2.value("cp_ring_exposed_s", -1.0), 0.0);
-  EXPECT_NEAR(cp2["peak_memory_split"].value("activations", 0.0), dp2["peak_memory_split"].value("activations", 0.0) / 2,
-              0.05 * dp2["peak_memory_split"].value("activations", 0.0));
-  EXPECT_NEAR(cp2.value("step_time_s", 0.0), dp2.value("step_time_s", 0.0), 0.1 * dp2.value("step_time_s", 0.0));
-  const auto small = simulate("--config " + plan("l8_cp8.yaml", "[1, 8, 1, 1]", 2048) + args + " --seq 2048");
-  EXPECT_GT(small.value("cp_ring_exposed_s", 0.0), 0.0) << "128-token chunks hide nothing of the ring";
-
-  const std::string trace = ::testing::TempDir() + "/l8_cp2.json";
-  ASSERT_EQ(run_command(bin("quintnet-simulate") + " --config " + cp2_plan + args + " --seq 32768 --exact --trace " + trace).code, 0);
-  const core::Trace t = core::read_trace(trace);
-  ASSERT_EQ(t.num_ranks(), 2);
-  EXPECT_EQ(t.ranks[0].cp, 0);
-  EXPECT_EQ(t.ranks[1].cp, 1);
-  EXPECT_EQ(t.ranks[1].dp, 0);
-}

@@ -473,3 +473,33 @@ TEST(Simulator, BadJsonPlatformsGetOneLineAndExitTwo) {
     EXPECT_NE(r.err.find(expected), std::string::npos) << text << "\n" << r.err;
   }
 }
+
+// A tied head on the last of two stages holds a copy of the embedding; after the backward
+// both pipeline ranks all-reduce its fp32 gradient (exec/pp/tied_gradients.h): on a slow
+// NVLink (100 MB/s at full efficiency, 1 µs latency) the first stage, last to finish its
+// backward, waits the ring all-reduce's 2(a + S/(2B)) for S = 4 V h bytes before its
+// optimizer step (and the statistics' 8-byte all-reduce: microseconds); an untied head
+// (the same Llama with tie_word_embeddings false) waits for nothing.
+TEST(Simulator, ATiedHeadsCopyIsAllReducedOverThePipelineBeforeTheOptimizer) {
+  const std::string platform = write_file("slow_nvlink.json", R"({"preset": "dgx-a100", "intra_bandwidth": 1e8,
+      "intra_efficiency": 1, "intra_latency": 1e-6, "memory_bytes": 0})");
+  auto first_stage_wait = [&](bool tied) {
+    const std::string name = tied ? "tied" : "untied";
+    const std::string plan = write_file(name + ".yaml",
+        "model: llama\nllama_config: {hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2,"
+        " intermediate_size: 128, vocab_size: 50000, tie_word_embeddings: " + std::string(tied ? "true" : "false") +
+        "}\nbatch_size: 2\ngrad_acc_steps: 2\nmax_seq_length: 64\ndevice_type: cuda\nmesh_dim: [1, 1, 2]\n"
+        "mesh_name: [dp, tp, pp]\n");
+    const std::string trace = ::testing::TempDir() + "/" + name + "_trace.json";
+    EXPECT_EQ(run_command(bin("quintnet-simulate") + " --config " + plan + " --platform " + platform + " --trace " + trace).code, 0);
+    const core::Trace t = core::read_trace(trace);
+    double backward_end = 0, optimizer_start = 0;
+    for (const auto& e : t.events)
+      if (e.rank == 0 && e.kind == "optimizer") optimizer_start = e.ts_us;
+      else if (e.rank == 0 && e.lane == core::Lane::Compute) backward_end = std::max(backward_end, e.end_us());
+    return (optimizer_start - backward_end) / 1e6;
+  };
+  const double bytes = 4.0 * 50000 * 64;
+  EXPECT_NEAR(first_stage_wait(true), bytes / 1e8, 1e-3 * bytes / 1e8);
+  EXPECT_LT(first_stage_wait(false), 1e-3 * bytes / 1e8);
+}
