@@ -130,11 +130,12 @@ std::vector<Candidate> enumerate_layouts(const PlanQuery& q, const Platform& pla
   if (q.gpus > platform.gpus())
     throw core::UserError("--gpus " + std::to_string(q.gpus) + ": the platform has " + std::to_string(platform.gpus()) +
                           (platform.xml_file.empty() ? " (use --nodes)" : " (the hosts of " + platform.xml_file + ")"));
-  // Context parallelism for the models that have it (rotary positions: the Llama family),
-  // while each rank's chunks keep at least 512 tokens.
+  // Context parallelism where the model can take it — causal attention (the ring's load
+  // balancing) trained without dropout (the ring draws none; the GPT presets train with
+  // 0.1, the Llama family without) — while each rank's chunks keep at least 512 tokens.
   const int seq = q.seq > 0 ? q.seq : dims.seq;
   std::vector<int> cps = {1};
-  if (dims.inputs == core::Inputs::TokensRotaryPositions)
+  if (dims.causal && !dims.dropout)
     for (int cp = 2; seq % (2 * cp) == 0 && seq / (2 * cp) >= 512; cp *= 2) cps.push_back(cp);
   std::vector<Candidate> out;
   for (int cp : cps) {
