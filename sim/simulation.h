@@ -1,14 +1,17 @@
 #pragma once
 // The SimGrid model of a training step: one S4U actor per rank interprets its
 // pipeline rank's core::Schedule action list — the lists the executor runs.
-//   F / B / BI / BW   an execution of the op's time on the rank's GPU, then (tp > 1)
-//                     its tensor-parallel all-reduces as ring all-reduces over the
-//                     tp group's routes
+//   F / B / BI / BW   an execution of the op's time on the rank's GPU (under context
+//                     parallelism F, B and BI first run their ring attention: hops to
+//                     the next cp rank beside the attention, sim/cp_ring.h), then
+//                     (tp > 1) its tensor-parallel all-reduces as ring all-reduces over
+//                     the tp group's routes
 //   SEND_*            an asynchronous message to the peer stage's rank (eager: the
 //                     transfer starts when posted), completed before the step ends
 //   RECV_*            waits for that message
 //   GRAD_SYNC         ring all-reduce of the chunk's gradients over the dp group
-//   OPTIMIZER_STEP    an execution of the optimizer's time
+//   OPTIMIZER_STEP    the step end's collectives (a tied head's gradient over the
+//                     pipeline among them), then an execution of the optimizer's time
 // Ring all-reduce of S bytes over n ranks: 2(n-1) steps, each sending S/n bytes to
 // the next rank while receiving from the previous; with link bandwidth B and route
 // latency a it takes 2(n-1)(a + S/(n B)).
