@@ -25,8 +25,14 @@ std::vector<RingStep> backward_ring(int cp, double attention_s, double block_byt
   return steps;
 }
 
-double cp_hop_latency(int cp, int tp, const Platform& p) {
-  return tp * cp <= p.gpus_per_node ? p.intra_latency : p.intra_latency + p.inter_latency;
+CpHop cp_hop(int cp, int tp, const Platform& p) {
+  if (tp * cp <= p.gpus_per_node) return {p.intra_latency, p.intra_link_bandwidth()};
+  return {p.intra_latency + p.inter_latency, p.nic_link_bandwidth()};
+}
+
+int cp_next_rank(const core::Mesh& mesh, int rank, int cp) {
+  const int d = mesh.coord(rank, core::Axis::Dp), next = d - d % cp + (d % cp + 1) % cp;
+  return mesh.rank({next, mesh.coord(rank, core::Axis::Tp), mesh.coord(rank, core::Axis::Pp)});
 }
 
 double ring_exposed_seconds(const std::vector<RingStep>& steps, double latency, double bandwidth) {
@@ -38,8 +44,7 @@ double ring_exposed_seconds(const std::vector<RingStep>& steps, double latency, 
 
 void estimate_cp_ring(CpRingCosts& c, int cp, int tp, const Platform& p) {
   if (c.layers == 0) return;
-  const double bandwidth = tp * cp <= p.gpus_per_node ? p.intra_link_bandwidth() : p.nic_link_bandwidth();
-  const double latency = cp_hop_latency(cp, tp, p);
+  const auto [latency, bandwidth] = cp_hop(cp, tp, p);
   const double layers = c.layers, block = c.block_bytes / layers;
   c.estimate_forward_s = layers * ring_exposed_seconds(forward_ring(cp, c.attention_forward_s / layers, block), latency, bandwidth);
   c.estimate_backward_s =

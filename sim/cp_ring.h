@@ -23,6 +23,7 @@
 
 #include <simgrid/s4u.hpp>
 
+#include "core/mesh.h"
 #include "sim/step_costs.h"
 
 namespace quintnet::sim {
@@ -39,9 +40,16 @@ struct RingStep {
 std::vector<RingStep> forward_ring(int cp, double attention_s, double block_bytes, double extra_latency = 0);
 std::vector<RingStep> backward_ring(int cp, double attention_s, double block_bytes, double extra_latency = 0);
 
-// A cp ring hop's latency: inside a node while tp × cp fits in one, else between nodes
+// A cp ring hop's route: inside a node while tp × cp fits in one, else between nodes
 // (the ring is as slow as its slowest hop).
-double cp_hop_latency(int cp, int tp, const Platform& p);
+struct CpHop {
+  double latency = 0, bandwidth = 0;
+};
+CpHop cp_hop(int cp, int tp, const Platform& p);
+
+// The next rank of `rank`'s cp ring in a simulated mesh whose dp axis holds the dp × cp
+// replicas, cp innermost (the executor's tp-cp-dp-pp order).
+int cp_next_rank(const core::Mesh& mesh, int rank, int cp);
 
 // The seconds a ring's hops take beyond the attention they overlap, each hop on a route
 // of `latency` and `bandwidth` with nothing else on it.

@@ -301,14 +301,13 @@ class RankActor : public core::ScheduleHandler {
   // simulated dp axis holds dp × cp replicas, cp innermost), or its cp peer host in the
   // reduced model (sim/simulation.h).
   void route_cp_ring(SimStep& w) {
-    if (!w.draws) cp_latency_ = cp_hop_latency(costs_.cp, costs_.tp, w.platform);  // drawn latencies: none on routes
+    if (!w.draws) cp_latency_ = cp_hop(costs_.cp, costs_.tp, w.platform).latency;  // drawn latencies: none on routes
     if (w.reduced) {
       cp_route_.host = w.hosts.ranks[r_];
       cp_route_.peer = w.hosts.cp_peers[r_];
       return;
     }
-    const int cp = costs_.cp, next_dp = dp_ - dp_ % cp + (dp_ % cp + 1) % cp;
-    cp_next_ = w.mesh.rank({next_dp, tp_, pp_});
+    cp_next_ = cp_next_rank(w.mesh, r_, costs_.cp);
     cp_route_.inbox = eager_mailbox("cp:" + std::to_string(r_), r_, w.ranks);
     cp_route_.outbox = eager_mailbox("cp:" + std::to_string(cp_next_), cp_next_, w.ranks);
   }

@@ -8,6 +8,7 @@
 #include "core/mesh.h"
 #include "core/trace_analysis.h"
 #include "sim/collectives.h"
+#include "sim/cp_ring.h"
 #include "sim/memory_estimate.h"
 #include "sim/rank_actor.h"
 #include "sim/replica_classes.h"
@@ -133,10 +134,7 @@ std::vector<std::pair<int, int>> message_pairs(const StepCosts& costs, const Pla
   };
   for (int r = 0; r < mesh.world_size(); ++r) {
     if (costs.tp > 1) pairs.insert({r, next(r, Axis::Tp, 1)});
-    if (!reduced && costs.cp > 1) {
-      const int d = mesh.coord(r, Axis::Dp), next_dp = d - d % costs.cp + (d % costs.cp + 1) % costs.cp;
-      pairs.insert({r, mesh.rank({next_dp, mesh.coord(r, Axis::Tp), mesh.coord(r, Axis::Pp)})});
-    }
+    if (!reduced && costs.cp > 1) pairs.insert({r, cp_next_rank(mesh, r, costs.cp)});
     if (!reduced && costs.dp > 1) add_dp_routes(RingGroup{"dp", mesh.group(r, Axis::Dp), mesh.coord(r, Axis::Dp), 0},
                                                platform, pairs);
     if (costs.schedule.pp > 1) {
