@@ -2,6 +2,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "exec/kernels/blas_threads.h"
+
 namespace quintnet::exec {
 
 MicrobatchThreads::MicrobatchThreads(int threads, int intra_op_threads) : errors_(threads) {
@@ -15,6 +17,10 @@ MicrobatchThreads::MicrobatchThreads(int threads, int intra_op_threads) : errors
     done_.wait(lock, [this] { return pending_ == 0; });  // every worker has set its count
   }
   at::set_num_threads(caller_threads);  // the process-wide value back to the caller's
+  // A pthreads OpenBLAS has one pool for the process: held to a worker's count while the
+  // workers compute side by side (two callers of a larger pool wait on each other).
+  caller_blas_threads_ = kernels::blas_threads();
+  kernels::set_blas_threads(intra_op_threads);
 }
 
 MicrobatchThreads::~MicrobatchThreads() {
@@ -24,6 +30,7 @@ MicrobatchThreads::~MicrobatchThreads() {
   }
   wake_.notify_all();
   for (std::thread& t : workers_) t.join();
+  if (caller_blas_threads_ > 0) kernels::set_blas_threads(caller_blas_threads_);
 }
 
 void MicrobatchThreads::run(int n, const std::function<void(int)>& job) {

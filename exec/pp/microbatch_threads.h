@@ -11,7 +11,8 @@
 //
 // The threads live as long as the pool: LibTorch's thread count is set once per thread
 // (setting it also clears oneDNN's primitive cache, which must not happen while
-// another thread computes).
+// another thread computes). A pthreads OpenBLAS's one pool is held to a worker's count
+// meanwhile (exec/kernels/blas_threads.h).
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -47,6 +48,7 @@ class MicrobatchThreads {
   int pending_ = 0;      // of those, still working (or, at start-up: not yet ready)
   long round_ = 0;       // bumped for each run(): a worker wakes once per round
   bool stopping_ = false;
+  int caller_blas_threads_ = 0;  // the BLAS pool's size before (0: no pool of its own)
   std::vector<std::exception_ptr> errors_;
 };
 

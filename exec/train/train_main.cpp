@@ -14,6 +14,7 @@
 #include "core/plan.h"
 #include "core/run_layout.h"
 #include "exec/comm/communicator.h"
+#include "exec/kernels/blas_threads.h"
 #include "exec/launch/rank_env.h"
 #include "exec/train/cpu_allocator.h"
 #include "exec/train/step_profiler.h"
@@ -47,7 +48,7 @@ const std::vector<OptionSpec> kOptions = {
     {"stop-at-step", "N", "end after step N as if interrupted; the learning-rate schedule still plans the whole run"},
     {"no-eval", "", "skip the evaluation at the end of each epoch"},
     {"quiet", "", "no progress line"},
-    {"threads", "N", "intra-op threads per rank [cores / local ranks]"},
+    {"threads", "N", "intra-op threads per rank, LibTorch's and a pthreads OpenBLAS pool's [cores / local ranks]"},
     {"microbatch-threads", "N",
      "one-rank runs: N microbatches at once, the threads shared among them [one per thread where exact; 1: off]"},
     {"on-nonfinite", "stop|skip",
@@ -82,7 +83,9 @@ int train(int argc, char** argv) {
   const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   exec::install_caching_cpu_allocator(static_cast<std::size_t>(memory / 4 / std::max(1, env.local_world_size)));
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  torch::set_num_threads(args.get_int("threads", std::max(1, cores / env.local_world_size), 1, 1024));
+  const int threads = args.get_int("threads", std::max(1, cores / env.local_world_size), 1, 1024);
+  torch::set_num_threads(threads);
+  exec::kernels::set_blas_threads(threads);  // a pthreads OpenBLAS does not hear LibTorch's count
 
   exec::TrainOptions options;
   options.max_steps = args.get_int("max-steps", 0, 0, 1 << 30);

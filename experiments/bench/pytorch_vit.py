@@ -266,6 +266,25 @@ def make_pipeline(vit, name, rank, world, microbatches):
     return Pipeline(schedule, 0 in mine, num_stages - 1 in mine), params
 
 
+def blas_pool(threads):
+    """Holds a pthreads OpenBLAS pool to `threads`, as quintnet-train does
+    (exec/kernels/blas_threads.h): torch.set_num_threads reaches OpenMP only, and Debian's
+    libblas.so.3 is often OpenBLAS's pthreads build, whose pool otherwise has a thread per
+    core.  None leaves it as it is.  Returns what the BLAS is and its pool's size."""
+    import ctypes
+    # Python loads libtorch's libraries locally: the BLAS is found by its loaded path.
+    with open("/proc/self/maps") as maps:
+        paths = sorted({line.split()[-1] for line in maps if "blas" in line and line.split()[-1].startswith("/")})
+    process = next((lib for lib in map(ctypes.CDLL, paths) if hasattr(lib, "openblas_get_parallel")), None)
+    if process is None:
+        return "no OpenBLAS"
+    if process.openblas_get_parallel() != 1:
+        return "OpenBLAS (OpenMP or sequential: follows torch.set_num_threads)"
+    if threads is not None:
+        process.openblas_set_num_threads(threads)
+    return f"OpenBLAS pthreads pool of {process.openblas_get_num_threads()}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", required=True)
@@ -280,8 +299,11 @@ def main():
     ap.add_argument("--pp", choices=sorted(SCHEDULES), default=None,
                     help="torch.distributed.pipelining over Gloo, ViT only (torch 2.x; start under quintnet launch): "
                          "one stage per rank, two for the interleaved and zero-bubble schedules")
+    ap.add_argument("--free-blas", action="store_true",
+                    help="leave a pthreads OpenBLAS pool at its own size (all cores, whatever --threads says)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    blas = blas_pool(None if args.free_blas else args.threads)
 
     plan = read_plan(args.config)
     batch, microbatches = int(plan.get("batch_size", 32)), int(plan.get("grad_acc_steps", 1))
@@ -377,7 +399,7 @@ def main():
     if rank == (world - 1 if args.pp else 0):  # a pipeline's loss is known on its last stage
         print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "model": args.model,
                           "dp": 1 if args.pp else world, "pp": world if args.pp else 1, "schedule": args.pp,
-                          "compile": args.compile, "threads": args.threads, "bf16": args.bf16,
+                          "compile": args.compile, "threads": args.threads, "blas": blas, "bf16": args.bf16,
                           "steps": total, "rate": round(rate, 2), "unit": "tokens/s" if unit > 1 else "samples/s",
                           "first_loss": losses[0], "last_loss": losses[-1], "wall_s": round(time.perf_counter() - start, 1)}),
               flush=True)

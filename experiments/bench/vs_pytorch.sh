@@ -5,7 +5,9 @@
 # DDP over Gloo, and against two independent half-batch runs side by side: dp 2's
 # ceiling on two cores), pp 2 1F1B and the 2x2x2 mesh (against our serial), and the
 # small GPT-2 of the Brown config in tokens/s.  Each figure is the median of ROUNDS runs;
-# each run times its steps after the first 10.
+# each run times its steps after the first 10.  "N threads" holds both sides to N cores:
+# LibTorch's count and, where libblas.so.3 is OpenBLAS's pthreads build, its pool (which
+# torch.set_num_threads does not reach); one more row leaves plain PyTorch's pool free.
 #   bash experiments/bench/vs_pytorch.sh [ROUNDS] [STEPS]      (defaults 3, 60: ~15 min)
 # Needs python3-torch (apt-get install python3-torch, or scripts/setup.sh --bench).
 set -euo pipefail
@@ -79,6 +81,7 @@ for r in $(seq 1 "$rounds"); do
   # Global batch 32 for the ViT; 16 sequences of 64 tokens for GPT-2.
   record ours_t1 "$r" ours s1 1 1 "$vit1" "$steps" 32
   record torch_t1 "$r" theirs 1 1 "$vit1" "$steps"
+  record torch_t1_free "$r" theirs 1 1 "$vit1" "$steps" --free-blas
   record ours_t2 "$r" ours s2 1 2 "$vit1" "$steps" 32
   record torch_t2 "$r" theirs 1 2 "$vit1" "$steps"
   record ours_bf16 "$r" ours b1 1 1 "$vit1_bf16" "$steps" 32
@@ -110,7 +113,8 @@ def row(name, ours, theirs, target, unit="samples/s"):
     first = f"{loss[ours]:.5f} / {loss[theirs]:.5f}" if theirs.startswith("torch") else ""
     them = f"{med[theirs]:.1f}" if theirs.startswith("torch") else f"our serial {med[theirs]:.1f}"
     print(f"| {name} | {med[ours]:.1f} {unit} | {them} | {r:.2f}x | {target} | {first} |")
-row("ViT serial, 1 thread", "ours_t1", "torch_t1", ">= 1.3")
+row("ViT serial, 1 thread", "ours_t1", "torch_t1", ">= 1.2")
+row("ViT serial, 1 thread vs PyTorch's BLAS pool free", "ours_t1", "torch_t1_free", "")
 row("ViT serial, 2 threads", "ours_t2", "torch_t2", ">= 1.3")
 row("ViT serial bf16, 1 thread", "ours_bf16", "torch_bf16", "")
 row("ViT serial bf16 vs our fp32", "ours_bf16", "ours_t1", ">= 1.4 (AMX / AVX512-BF16)")
@@ -119,5 +123,5 @@ row("ViT dp 2 vs our serial", "ours_dp2", "ours_t1", "(1.85 retired: 2 vCPUs)")
 row("ViT dp 2 vs two half-batch runs at once", "ours_dp2", "ours_half2", ">= 0.90")
 row("ViT pp 2 1F1B vs our serial", "ours_pp2", "ours_t1", ">= 1.25")
 row("ViT 2x2x2 (8 ranks) vs our serial", "ours_3d", "ours_t1", ">= 1.0")
-row("GPT-2 (Brown config) serial, 1 thread", "ours_gpt", "torch_gpt", ">= 1.3", "tokens/s")
+row("GPT-2 (Brown config) serial, 1 thread", "ours_gpt", "torch_gpt", ">= 1.8", "tokens/s")
 PY

@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "exec/data/batch_sampler.h"
 #include "exec/data/idx_dataset.h"
+#include "exec/kernels/blas_threads.h"
+#include "exec/pp/microbatch_threads.h"
 #include "exec/tp/parallel_linear.h"
 #include "exec/train/cpu_allocator.h"
 
@@ -211,4 +213,35 @@ TEST(CachingCpuAllocator, ReusesLargeBlocksBySizeAndKeepsNoMoreThanItsCap) {
   EXPECT_EQ(caching_cpu_allocator_stats().large_allocations, after.large_allocations);
   { torch::Tensor huge = torch::empty({25 << 20}); }  // 100 MiB > the 64 MiB cap: freed at once
   EXPECT_LE(caching_cpu_allocator_stats().cached_bytes, std::size_t{64} << 20);
+}
+
+// Debian's libblas.so.3 is often OpenBLAS's pthreads build, whose pool LibTorch's thread
+// count does not reach (exec/kernels/blas_threads.h); where it is, the executor holds it.
+TEST(BlasThreads, APthreadsOpenBlasPoolIsHeldToTheCountAsked) {
+  const int before = kernels::blas_threads();
+  if (before == 0) GTEST_SKIP() << kernels::blas_description() << " has no thread pool of its own";
+  ASSERT_TRUE(kernels::set_blas_threads(1));
+  EXPECT_EQ(kernels::blas_threads(), 1);
+  ASSERT_TRUE(kernels::set_blas_threads(2));
+  EXPECT_EQ(kernels::blas_threads(), 2);
+  kernels::set_blas_threads(before);
+  EXPECT_NE(kernels::blas_description().find("pthreads"), std::string::npos) << kernels::blas_description();
+}
+
+// Two workers that each call a larger pool wait on each other (the serial ViT ran at 0.42x
+// with two side by side, docs/PERFORMANCE.md): the pool is a worker's size while they live.
+TEST(BlasThreads, MicrobatchThreadsHoldThePoolToAWorkersCountAndGiveItBack) {
+  const int before = kernels::blas_threads();
+  if (before == 0) GTEST_SKIP() << kernels::blas_description() << " has no thread pool of its own";
+  kernels::set_blas_threads(2);
+  {
+    MicrobatchThreads side_by_side(2, 1);
+    EXPECT_EQ(kernels::blas_threads(), 1);
+    std::vector<float> sums(2);
+    side_by_side.run(2, [&](int i) { sums[i] = torch::ones({64, 64}).mm(torch::ones({64, 64})).sum().item<float>(); });
+    EXPECT_EQ(sums[0], 64.0f * 64 * 64);
+    EXPECT_EQ(sums[1], 64.0f * 64 * 64);
+  }
+  EXPECT_EQ(kernels::blas_threads(), 2);
+  kernels::set_blas_threads(before);
 }
