@@ -17,10 +17,11 @@ MicrobatchThreads::MicrobatchThreads(int threads, int intra_op_threads) : errors
     done_.wait(lock, [this] { return pending_ == 0; });  // every worker has set its count
   }
   at::set_num_threads(caller_threads);  // the process-wide value back to the caller's
-  // A pthreads OpenBLAS has one pool for the process: held to a worker's count while the
-  // workers compute side by side (two callers of a larger pool wait on each other).
+  // A pthreads OpenBLAS has one pool for the process: held to one thread while the workers
+  // compute side by side, so each worker's products run on the worker itself (two callers
+  // of a larger pool wait on each other, and its threads fight the workers' for the cores).
   caller_blas_threads_ = kernels::blas_threads();
-  kernels::set_blas_threads(intra_op_threads);
+  kernels::set_blas_threads(1);
 }
 
 MicrobatchThreads::~MicrobatchThreads() {

@@ -11,8 +11,8 @@
 //
 // The threads live as long as the pool: LibTorch's thread count is set once per thread
 // (setting it also clears oneDNN's primitive cache, which must not happen while
-// another thread computes). A pthreads OpenBLAS's one pool is held to a worker's count
-// meanwhile (exec/kernels/blas_threads.h).
+// another thread computes). A pthreads OpenBLAS's one pool is held to one thread
+// meanwhile: each worker's products run on the worker (exec/kernels/blas_threads.h).
 #include <condition_variable>
 #include <exception>
 #include <functional>

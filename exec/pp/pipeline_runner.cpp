@@ -54,6 +54,8 @@ PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Co
       throw core::UserError("microbatches side by side need a one-rank run with one chunk");
     side_by_side_ = std::make_unique<MicrobatchThreads>(microbatch_threads,
                                                         std::max(1, at::get_num_threads() / microbatch_threads));
+  } else {
+    one_pool_ = std::make_unique<OnePoolThreads>();
   }
 }
 

@@ -20,6 +20,7 @@
 #include "exec/comm/communicator.h"
 #include "exec/models/recompute.h"
 #include "exec/pp/microbatch_threads.h"
+#include "exec/pp/one_pool_threads.h"
 #include "exec/pp/stage_messages.h"
 #include "exec/pp/tied_gradients.h"
 #include "exec/parallel/parallel_model.h"
@@ -131,6 +132,7 @@ class PipelineRunner : private core::ScheduleHandler {
   std::map<Key, Slot> slots_;
   TiedGradients tied_;
   std::unique_ptr<MicrobatchThreads> side_by_side_;  // null: one microbatch after another
+  std::unique_ptr<OnePoolThreads> one_pool_;         // one microbatch after another
   bool in_round_ = false;  // microbatches are running side by side (run_side_by_side)
 };
 

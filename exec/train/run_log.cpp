@@ -36,9 +36,10 @@ void RunLog::start(const TrainingData& data, long steps_per_epoch, int side_by_s
     std::printf("microbatches: %d side by side, %d intra-op thread(s) each\n", side_by_side,
                 std::max(1, torch::get_num_threads() / side_by_side));
   // The BLAS pool's size is said because it decides the speed as much as LibTorch's count
-  // (exec/kernels/blas_threads.h).
+  // (exec/kernels/blas_threads.h, exec/pp/one_pool_threads.h).
   if (const int pool = kernels::blas_threads())
-    std::printf("threads: %d per rank; BLAS: %s held to %d thread(s)\n", torch::get_num_threads(),
+    std::printf("threads: LibTorch %d, BLAS %s %d per rank\n",
+                side_by_side > 1 ? std::max(1, torch::get_num_threads() / side_by_side) : torch::get_num_threads(),
                 kernels::blas_description().c_str(), pool);
   if (p.pp() * p.virtual_stages > 1) {
     const core::ModelDims dims = core::model_dims(p.model, p.max_seq_length);
