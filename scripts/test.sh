@@ -13,6 +13,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 wheel="${QN_TEST_TORCH_WHEEL:-1}"
 wheel_ready=0
+# Each phase's end says how long the run has taken so far (CI must stay under 45 minutes).
+took() { echo "test: $1 done, $((SECONDS / 60)) min $((SECONDS % 60)) s since the start"; }
 
 # Disk: a full run needs ~14 GB beside the sources (build/ ~3 GB, build-torch2/ ~9 GB with
 # the CUDA wheel, build-asan/ and the tests' files ~1 GB; ~5 GB without the wheel). Say so
@@ -44,19 +46,26 @@ else
   bash "$root/scripts/setup.sh"
 fi
 
+took "set-up"
 bash "$root/scripts/build.sh"
+took "build"
 (cd "${QN_BUILD_DIR:-$root/build}" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
+took "tests"
 # The installation (cmake --install, the .deb, find_package downstream): it moves the
 # build tree away while it runs, so after ctest, never beside it.
 bash "$root/tests/install/install_test.sh" "${QN_BUILD_DIR:-$root/build}"
+took "installation tests"
 
 if [ "$wheel_ready" = 1 ]; then
   echo "test: second build, LibTorch $("$root/build-torch2/venv/bin/python" -c 'import torch; print(torch.__version__)')"
   QN_BUILD_DIR= bash "$root/scripts/build.sh" --torch-wheel
+  took "LibTorch 2.x build"
   (cd "$root/build-torch2/cmake" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
+  took "LibTorch 2.x tests"
 else
   echo "test: LibTorch 2.x build NOT run (QN_TEST_TORCH_WHEEL=0 or PyPI unreachable)"
 fi
 
 echo "test: sanitizer build (ASan + UBSan) and fuzzers"
 bash "$root/scripts/sanitize.sh"
+took "sanitizer build and fuzzers"
