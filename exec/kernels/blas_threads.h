@@ -7,7 +7,7 @@
 // torch::set_num_threads (which reaches OpenMP only). A "one-thread" run then multiplies
 // on every core, and two microbatch threads (or two ranks on a machine) each start a
 // pool of their own: measured on a 2-vCPU machine, the serial ViT at --threads 2 ran at
-// 0.42x its rate with the pool held to one thread (docs/PERFORMANCE.md). OpenBLAS's
+// 0.28-0.45x its rate with the pool held to one thread (docs/PERFORMANCE.md). OpenBLAS's
 // OpenMP build follows each thread's OpenMP count, which LibTorch already sets; other
 // BLAS libraries (MKL in PyTorch's wheels) likewise: nothing to hold there.
 //
