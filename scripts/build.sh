@@ -7,7 +7,8 @@
 #     the second build: core and exec against the LibTorch inside PyPI's torch wheel
 #     (scripts/setup.sh --torch-wheel installs it), CUDA/NCCL path included, into
 #     build-torch2/cmake (executables in build-torch2/cmake/bin).  The simulator, the
-#     viewer and the Python module do not use LibTorch, so this build leaves them to build/.
+#     viewer and the Python module do not use LibTorch, so this build leaves them to build/,
+#     and with them the test suites without LibTorch in them (QN_TORCH_TESTS_ONLY).
 #     QN_TORCH_PYTHON=python3 builds against that Python's torch instead (a GPU machine's
 #     own installation: experiments/gpu/check.sh); its CUDA toolkit is then found as
 #     TorchConfig finds it, unless build-torch2/cuda-root exists.
@@ -25,8 +26,9 @@ if [ "${1:-}" = "--torch-wheel" ]; then
   fi
   build="${QN_BUILD_DIR:-$wheel/cmake}"
   prefix="$("$python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+  # The suites without LibTorch in them ran in the first build: not again here.
   extra=(-DCMAKE_PREFIX_PATH="$prefix" -DQN_WITH_TORCH=ON -DQN_WITH_CUDA=ON
-         -DQN_WITH_SIM=OFF -DQN_WITH_QT=OFF -DQN_WITH_PYTHON=OFF)
+         -DQN_WITH_SIM=OFF -DQN_WITH_QT=OFF -DQN_WITH_PYTHON=OFF -DQN_TORCH_TESTS_ONLY=ON)
   cuda_root="$wheel/cuda-root"
   [ -d "$cuda_root" ] && extra+=(-DCUDA_TOOLKIT_ROOT_DIR="$cuda_root" -DCUDAToolkit_ROOT="$cuda_root"
                                   -DCMAKE_CUDA_COMPILER="$cuda_root/bin/nvcc")

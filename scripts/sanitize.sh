@@ -32,7 +32,11 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$root/fuzz/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export QT_QPA_PLATFORM=offscreen
-(cd "$build" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
+# The planner's full search of Megatron's 175B layouts takes 146 s under the sanitizers,
+# alone on one core after the rest (CI's 45 minutes): its code runs here in
+# Planner.ListsFeasibleLayoutsWithReasonsForTheOthers, the search itself in the other builds.
+(cd "$build" && ctest --output-on-failure --timeout 900 -j "$(nproc)" \
+  -E '^Planner\.SearchesMemoryOptionsAndBeatsMegatronsPublishedLayout$')
 
 seconds="${QN_FUZZ_SECONDS:-10}"
 for fuzzer in "$build"/bin/*_fuzzer; do

@@ -4,7 +4,8 @@
 #   1. Debian's LibTorch 1.13 (build/): every suite, the reference tests against
 #      tiktoken and Hugging Face included; then the installation (tests/install/:
 #      cmake --install, the .deb, a find_package(QuintNet) project).
-#   2. PyPI's torch 2.15 wheel (build-torch2/cmake/): core and the executor suites again,
+#   2. PyPI's torch 2.15 wheel (build-torch2/cmake/): the suites that run on LibTorch again
+#      (exec, multinode, the Hugging Face references; QN_TORCH_TESTS_ONLY),
 #      the CUDA/NCCL path compiled and linked (its GPU check skips without a GPU).
 #   3. The sanitizer build (build-asan/, clang, ASan + UBSan): the core, sim, visualizer
 #      and text suites again, and 10 s of each libFuzzer target (scripts/sanitize.sh).
