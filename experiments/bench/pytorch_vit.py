@@ -275,7 +275,12 @@ def blas_pool(threads):
     # Python loads libtorch's libraries locally: the BLAS is found by its loaded path.
     with open("/proc/self/maps") as maps:
         paths = sorted({line.split()[-1] for line in maps if "blas" in line and line.split()[-1].startswith("/")})
-    process = next((lib for lib in map(ctypes.CDLL, paths) if hasattr(lib, "openblas_get_parallel")), None)
+    def loaded(path):
+        try:
+            return ctypes.CDLL(path)
+        except OSError:  # a mapped file that is not a library of its own
+            return None
+    process = next((lib for lib in map(loaded, paths) if lib and hasattr(lib, "openblas_get_parallel")), None)
     if process is None:
         return "no OpenBLAS"
     if process.openblas_get_parallel() != 1:
