@@ -34,7 +34,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export QT_QPA_PLATFORM=offscreen
 # The planner's full search of Megatron's 175B layouts takes 146 s under the sanitizers,
 # alone on one core after the rest (CI's 45 minutes): its code runs here in
-# Planner.ListsFeasibleLayoutsWithReasonsForTheOthers, the search itself in build/ (the simulator is not in the LibTorch 2 build).
+# Planner.ListsFeasibleLayoutsWithReasonsForTheOthers, the search itself in build/.
 (cd "$build" && ctest --output-on-failure --timeout 900 -j "$(nproc)" \
   -E '^Planner\.SearchesMemoryOptionsAndBeatsMegatronsPublishedLayout$')
 
