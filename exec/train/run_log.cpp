@@ -32,15 +32,14 @@ void RunLog::start(const TrainingData& data, long steps_per_epoch, int side_by_s
               p.model.kind().c_str(), core::name_of(p.precision).c_str(), p.mesh().shape_string().c_str(), p.strategy().c_str(),
               core::schedule_kind_name(p.schedule_kind()), data.describe().c_str(), steps_per_epoch, p.batch_size,
               p.micro_batch_size(), p.microbatches(), p.dp());
+  // LibTorch's count on each thread that computes a microbatch.
+  const int intra_op = side_by_side > 1 ? std::max(1, torch::get_num_threads() / side_by_side) : torch::get_num_threads();
   if (side_by_side > 1)
-    std::printf("microbatches: %d side by side, %d intra-op thread(s) each\n", side_by_side,
-                std::max(1, torch::get_num_threads() / side_by_side));
+    std::printf("microbatches: %d side by side, %d intra-op thread(s) each\n", side_by_side, intra_op);
   // The BLAS pool's size is said because it decides the speed as much as LibTorch's count
   // (exec/kernels/blas_threads.h, exec/pp/one_pool_threads.h).
   if (const int pool = kernels::blas_threads())
-    std::printf("threads: LibTorch %d, BLAS %s %d per rank\n",
-                side_by_side > 1 ? std::max(1, torch::get_num_threads() / side_by_side) : torch::get_num_threads(),
-                kernels::blas_description().c_str(), pool);
+    std::printf("threads: LibTorch %d, BLAS %s %d per rank\n", intra_op, kernels::blas_description().c_str(), pool);
   if (p.pp() * p.virtual_stages > 1) {
     const core::ModelDims dims = core::model_dims(p.model, p.max_seq_length);
     const std::string note = core::stage_balance_note(dims, core::balanced_stages(dims, p.pp() * p.virtual_stages));

@@ -8,7 +8,7 @@
 # each run times its steps after the first 10.  "N threads" holds both sides to N cores:
 # LibTorch's count and, where libblas.so.3 is OpenBLAS's pthreads build, its pool (which
 # torch.set_num_threads does not reach); one more row leaves plain PyTorch's pool free.
-#   bash experiments/bench/vs_pytorch.sh [ROUNDS] [STEPS]      (defaults 3, 60: ~15 min)
+#   bash experiments/bench/vs_pytorch.sh [ROUNDS] [STEPS]      (defaults 3, 60: 5-15 min)
 # Needs python3-torch (apt-get install python3-torch, or scripts/setup.sh --bench).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
