@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "exec/comm/gloo_endpoint.h"
+#include "exec/comm/shm_backend.h"
 #include "exec/comm/store_backend.h"
 
 namespace quintnet::exec {
@@ -22,15 +24,19 @@ std::string join(const std::vector<core::Axis>& axes) {
   return out;
 }
 
+std::string backend_asked() {
+  const char* asked = std::getenv("QN_COMM_BACKEND");
+  const std::string wanted = asked ? asked : "";
+  if (!wanted.empty() && wanted != "store" && wanted != "gloo" && wanted != "auto")
+    throw core::UserError("QN_COMM_BACKEND=" + wanted + ": choose auto, gloo (no shared memory) or store");
+  return wanted;
+}
+
 // NCCL for CUDA and Gloo for the CPU, except where NCCL cannot serve — more ranks on a
 // node than it has GPUs ("Duplicate GPU detected") — or where asked (QN_COMM_BACKEND=store).
 Communicator::Backend choose_backend(const RankEnv& env, core::Device device) {
   using Backend = Communicator::Backend;
-  const char* asked = std::getenv("QN_COMM_BACKEND");
-  const std::string wanted = asked ? asked : "";
-  if (!wanted.empty() && wanted != "store" && wanted != "auto")
-    throw core::UserError("QN_COMM_BACKEND=" + wanted + ": choose store or auto");
-  if (wanted == "store") return Backend::Store;
+  if (backend_asked() == "store") return Backend::Store;
   if (device != core::Device::Cuda) return Backend::Gloo;
   const auto gpus = static_cast<int>(torch::cuda::device_count());
   return gpus > 0 && env.local_world_size > gpus ? Backend::Store : Backend::Nccl;
@@ -123,19 +129,36 @@ Group Communicator::build_group(const std::string& name, const std::vector<int>&
   // The group's smallest rank names it: unique among the groups of one axis set.
   const std::string prefix = "group/" + name + "/" + std::to_string(ranks.front());
   auto store = make_prefix_store(prefix, store_);
+  // A waiting rank spins only where every local rank can have a core of its own.
+  const bool spin = env_.local_world_size <= static_cast<int>(std::thread::hardware_concurrency());
   try {
     if (backend_ == Backend::Store)
       g.backend = make_store_backend(store, g.rank, g.size(), timeout_);
     else if (backend_ == Backend::Nccl)
       g.backend = make_nccl(store, g.rank, g.size(), timeout_);
-    else
+    else if (backend_asked() == "gloo")
       g.backend = make_gloo(store, g.rank, g.size(), timeout_, gloo_endpoint(env_));
+    else  // all-reduces through shared memory where the group's members share a host
+      g.backend = with_shared_memory(make_gloo(store, g.rank, g.size(), timeout_, gloo_endpoint(env_)), *store, ranks,
+                                     g.rank, timeout_, spin);
   } catch (const core::UserError&) {
     throw;
   } catch (const std::exception& e) {
     throw failed("creating the " + name + " process group", e);
   }
   return g;
+}
+
+std::string Communicator::describe() const {
+  if (world_size() == 1 || backend_ == Backend::Store) return "";
+  if (backend_ == Backend::Nccl) return "communication: NCCL";
+  std::string shared;  // the groups whose all-reduces go through shared memory
+  for (const auto& [name, g] : groups_)
+    if (g.backend && g.backend->getBackendName() == kShmBackendName) shared += (shared.empty() ? "" : ", ") + name;
+  if (world_.backend && world_.backend->getBackendName() == kShmBackendName) shared += (shared.empty() ? "" : ", ") + world_.name;
+  return shared.empty() ? "communication: Gloo over TCP"
+                        : "communication: all-reduces of " + shared +
+                              " through shared memory (one host), the rest through Gloo over TCP";
 }
 
 Group& Communicator::axis(core::Axis axis) { return axes({axis}); }

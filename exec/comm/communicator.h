@@ -80,6 +80,9 @@ class Communicator {
   // NCCL refuses, or QN_COMM_BACKEND=store).
   enum class Backend { Gloo, Nccl, Store };
   Backend backend() const { return backend_; }
+  // One line for the run's header: which transport this rank's groups use (empty for one
+  // process, and for the store backend, whose note the constructor prints).
+  std::string describe() const;
   void broadcast(Group& g, torch::Tensor& t, int root_index);
   // Concatenates each member's `t` along `dim`, in group order.
   torch::Tensor all_gather(Group& g, const torch::Tensor& t, int64_t dim);

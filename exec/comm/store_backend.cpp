@@ -7,12 +7,6 @@
 namespace quintnet::exec {
 namespace {
 
-// A Work that is done when it is made: the backend completes every call before returning.
-class DoneWork : public c10d::Work {
- public:
-  DoneWork() { finish(); }
-};
-
 std::vector<std::uint8_t> bytes_of(const at::Tensor& t) {
   const at::Tensor host = t.detach().to(torch::kCPU).contiguous();
   const auto* p = static_cast<const std::uint8_t*>(host.data_ptr());

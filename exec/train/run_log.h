@@ -19,7 +19,7 @@ class RunLog {
   RunLog(const core::Plan& plan, const TrainOptions& options, bool is_logger);
 
   // The run's shape, how microbatches are computed, the pipeline's balance, the table header.
-  void start(const TrainingData& data, long steps_per_epoch, int microbatches_side_by_side);
+  void start(const TrainingData& data, long steps_per_epoch, int microbatches_side_by_side, const std::string& communication);
   void resumed(const std::string& checkpoint, long step, long planned_steps, long total_steps);
   // One optimizer step: the metrics line (rate: samples/s since training began;
   // skipped: a non-finite step whose optimizer step did not happen).

@@ -3,7 +3,9 @@
 # python3-torch runs experiments/bench/pytorch_vit.py), in alternating rounds, and a
 # table of ratios: the ViT serial at 1 and 2 threads in fp32 and bf16, dp 2 (ours vs
 # DDP over Gloo, and against two independent half-batch runs side by side: dp 2's
-# ceiling on two cores), pp 2 1F1B and the 2x2x2 mesh (against our serial), and the
+# ceiling on two cores; and against our own dp 2 with every byte over Gloo's TCP, the
+# all-reduces' shared memory switched off), pp 2 1F1B and the 2x2x2 mesh (against our
+# serial, and the 2x2x2 against itself over Gloo alone), and the
 # small GPT-2 of the Brown config in tokens/s.  Each figure is the median of ROUNDS runs;
 # each run times its steps after the first 10.  "N threads" holds both sides to N cores:
 # LibTorch's count and, where libblas.so.3 is OpenBLAS's pthreads build, its pool (which
@@ -59,6 +61,9 @@ ours_pair() { # ours_pair NAME CONFIG STEPS BATCH -> "summed rate first_loss": t
   wait "$a" && wait "$b" || exit 1
   awk '{ rate += $1; if (NR == 1) loss = $2 } END { printf "%.2f %s\n", rate, loss }' "$tmp/$1a.rate" "$tmp/$1b.rate"
 }
+over_gloo() { # over_gloo NAME ...: ours, every collective over Gloo's TCP (no shared memory)
+  QN_COMM_BACKEND=gloo ours "$@"
+}
 theirs() { # theirs NPROC THREADS CONFIG STEPS ARGS... -> "rate first_loss"
   local n="$1" threads="$2" config="$3" s="$4"; shift 4
   local cmd=("$peer_python" "$peer" --config "$config" --steps "$s" --threads "$threads" "$@")
@@ -89,8 +94,10 @@ for r in $(seq 1 "$rounds"); do
   record ours_dp2 "$r" ours d2 2 1 "$vit_dp2" "$steps" 32
   record torch_dp2 "$r" theirs 2 1 "$vit_dp2" "$steps"
   record ours_half2 "$r" ours_pair h2 "$vit_half" "$steps" 16
+  record ours_dp2_gloo "$r" over_gloo d2g 2 1 "$vit_dp2" "$steps" 32
   record ours_pp2 "$r" ours p2 2 1 "$vit_pp2" "$steps" 32
   record ours_3d "$r" ours x8 8 1 "$vit_3d" "$steps" 32
+  record ours_3d_gloo "$r" over_gloo x8g 8 1 "$vit_3d" "$steps" 32
   record ours_gpt "$r" ours g1 1 1 "$gpt1" "$gpt_steps" 16 64
   record torch_gpt "$r" theirs 1 1 "$gpt1" "$gpt_steps" --model gpt2
 done
@@ -111,7 +118,9 @@ print("|---|---|---|---|---|---|")
 def row(name, ours, theirs, target, unit="samples/s"):
     r = med[ours] / med[theirs]
     first = f"{loss[ours]:.5f} / {loss[theirs]:.5f}" if theirs.startswith("torch") else ""
-    them = f"{med[theirs]:.1f}" if theirs.startswith("torch") else f"our serial {med[theirs]:.1f}"
+    label = {"ours_t1": "our serial", "ours_half2": "two half runs", "ours_dp2_gloo": "ours over Gloo",
+             "ours_3d_gloo": "ours over Gloo"}[theirs] if not theirs.startswith("torch") else ""
+    them = f"{label} {med[theirs]:.1f}".strip()
     print(f"| {name} | {med[ours]:.1f} {unit} | {them} | {r:.2f}x | {target} | {first} |")
 row("ViT serial, 1 thread", "ours_t1", "torch_t1", ">= 1.2")
 row("ViT serial, 1 thread vs PyTorch's BLAS pool free", "ours_t1", "torch_t1_free", "")
@@ -121,7 +130,9 @@ row("ViT serial bf16 vs our fp32", "ours_bf16", "ours_t1", ">= 1.4 (AMX / AVX512
 row("ViT dp 2 (vs DDP, 2 ranks x 1 thread)", "ours_dp2", "torch_dp2", ">= 1.2")
 row("ViT dp 2 vs our serial", "ours_dp2", "ours_t1", "(1.85 retired: 2 vCPUs)")
 row("ViT dp 2 vs two half-batch runs at once", "ours_dp2", "ours_half2", ">= 0.90")
+row("ViT dp 2, all-reduces in shared memory vs over Gloo's TCP", "ours_dp2", "ours_dp2_gloo", "")
 row("ViT pp 2 1F1B vs our serial", "ours_pp2", "ours_t1", ">= 1.25")
 row("ViT 2x2x2 (8 ranks) vs our serial", "ours_3d", "ours_t1", ">= 1.0")
+row("ViT 2x2x2, all-reduces in shared memory vs over Gloo's TCP", "ours_3d", "ours_3d_gloo", "")
 row("GPT-2 (Brown config) serial, 1 thread", "ours_gpt", "torch_gpt", ">= 1.8", "tokens/s")
 PY

@@ -2,7 +2,7 @@
 // per-step losses within 1e-5 relative over 10 steps (per-microbatch losses too when
 // dp = 1), the same parameters after them.  DP=2, TP=2, DP×TP=2×2, PP=2 with AFAB,
 // 1F1B and ZB-H1, PP=4 1F1B, interleaved (pp 2, v 2) and the full 2×2×2 3D mesh (also
-// through the store backend); and one rank computing its microbatches side by side on
+// over Gloo alone and through the store backend); and one rank computing its microbatches side by side on
 // two threads.
 // Ranks are real processes started by quintnet-launch.
 #include <gtest/gtest.h>
@@ -159,8 +159,19 @@ TEST(Equivalence, MicrobatchesSideBySideMatchSerial) {
   expect_equivalent(serial(4), side_by_side, "microbatches side by side", true);
 }
 
+// By default the all-reduces of ranks on one host go through shared memory
+// (exec/comm/shm_backend.h); QN_COMM_BACKEND=gloo keeps every byte on Gloo's TCP.
 TEST(Equivalence, Full3D2x2x2MatchesSerial) {
-  expect_equivalent(serial(2), train("dp2tp2pp2", "[2, 2, 2]", 8), "dp=2 x tp=2 x pp=2");
+  const Outcome shared = train("dp2tp2pp2", "[2, 2, 2]", 8);
+  EXPECT_NE(shared.log.find("communication: all-reduces of dp, pp, tp, world through shared memory"),
+            std::string::npos) << shared.log;
+  expect_equivalent(serial(2), shared, "dp=2 x tp=2 x pp=2");
+}
+
+TEST(Equivalence, Full3D2x2x2OverGlooAloneMatchesSerial) {
+  const Outcome gloo = train("dp2tp2pp2_gloo", "[2, 2, 2]", 8, 2, "1f1b", 1, "--threads 1", "", "QN_COMM_BACKEND=gloo ");
+  EXPECT_NE(gloo.log.find("communication: Gloo over TCP\n"), std::string::npos) << gloo.log;
+  expect_equivalent(serial(2), gloo, "dp=2 x tp=2 x pp=2 over Gloo alone");
 }
 
 // recompute: full — each transformer block keeps only its input and runs its forward
