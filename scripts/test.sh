@@ -61,7 +61,11 @@ if [ "$wheel_ready" = 1 ]; then
   echo "test: second build, LibTorch $("$root/build-torch2/venv/bin/python" -c 'import torch; print(torch.__version__)')"
   QN_BUILD_DIR= bash "$root/scripts/build.sh" --torch-wheel
   took "LibTorch 2.x build"
-  (cd "$root/build-torch2/cmake" && ctest --output-on-failure --timeout 900 -j "$(nproc)")
+  # Not repeated here: the 600-step MNIST learning run (70 s, alone on one core near the
+  # end), whose kernels the equivalence suites and the Hugging Face references check on
+  # this build; it ran in the first build (docs/LIBTORCH2.md).
+  (cd "$root/build-torch2/cmake" && ctest --output-on-failure --timeout 900 -j "$(nproc)" \
+    -E '^Mnist\.SixHundredSerialStepsLearnTheDigits$')
   took "LibTorch 2.x tests"
 else
   echo "test: LibTorch 2.x build NOT run (QN_TEST_TORCH_WHEEL=0 or PyPI unreachable)"
