@@ -46,7 +46,12 @@ Communicator::Backend choose_backend(const RankEnv& env, core::Device device) {
 
 Communicator::Communicator(const RankEnv& env, const core::Mesh& mesh, core::Device device,
                            std::chrono::milliseconds timeout)
-    : env_(env), mesh_(mesh), device_(device), backend_(choose_backend(env, device)), timeout_(timeout) {
+    : env_(env),
+      mesh_(mesh),
+      device_(device),
+      backend_(choose_backend(env, device)),
+      shared_memory_(backend_asked() != "gloo"),
+      timeout_(timeout) {
   mesh_.check_world_size(env.world_size);
   if (backend_ == Backend::Store && env.rank == 0 && env.world_size > 1)
     std::cout << "note: collectives and pipeline messages go through host memory and the rendezvous store ("
@@ -136,7 +141,7 @@ Group Communicator::build_group(const std::string& name, const std::vector<int>&
       g.backend = make_store_backend(store, g.rank, g.size(), timeout_);
     else if (backend_ == Backend::Nccl)
       g.backend = make_nccl(store, g.rank, g.size(), timeout_);
-    else if (backend_asked() == "gloo")
+    else if (!shared_memory_)
       g.backend = make_gloo(store, g.rank, g.size(), timeout_, gloo_endpoint(env_));
     else  // all-reduces through shared memory where the group's members share a host
       g.backend = with_shared_memory(make_gloo(store, g.rank, g.size(), timeout_, gloo_endpoint(env_)), *store, ranks,
@@ -153,9 +158,11 @@ std::string Communicator::describe() const {
   if (world_size() == 1 || backend_ == Backend::Store) return "";
   if (backend_ == Backend::Nccl) return "communication: NCCL";
   std::string shared;  // the groups whose all-reduces go through shared memory
-  for (const auto& [name, g] : groups_)
-    if (g.backend && g.backend->getBackendName() == kShmBackendName) shared += (shared.empty() ? "" : ", ") + name;
-  if (world_.backend && world_.backend->getBackendName() == kShmBackendName) shared += (shared.empty() ? "" : ", ") + world_.name;
+  const auto note = [&](const Group& g) {
+    if (g.backend && g.backend->getBackendName() == kShmBackendName) shared += (shared.empty() ? "" : ", ") + g.name;
+  };
+  for (const auto& entry : groups_) note(entry.second);
+  note(world_);
   return shared.empty() ? "communication: Gloo over TCP"
                         : "communication: all-reduces of " + shared +
                               " through shared memory (one host), the rest through Gloo over TCP";
