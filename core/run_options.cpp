@@ -17,7 +17,8 @@ const std::vector<std::pair<Device, std::string>>& option_names<Device>() {
 template <>
 const std::vector<std::pair<Precision, std::string>>& option_names<Precision>() {
   static const std::vector<std::pair<Precision, std::string>> names = {{Precision::Fp32, "fp32"},
-                                                                       {Precision::Bf16, "bf16"}};
+                                                                       {Precision::Bf16, "bf16"},
+                                                                       {Precision::Bf16Weights, "bf16_weights"}};
   return names;
 }
 

@@ -17,9 +17,11 @@ namespace quintnet::core {
 enum class Axis { Dp, Tp, Pp, Cp };
 // Where ranks compute.
 enum class Device { Cpu, Cuda };
-// fp32, or bf16: forward passes under autocast (matrix products in bfloat16), weights,
-// gradients and optimizer state in fp32 (exec/precision/autocast.h).
-enum class Precision { Fp32, Bf16 };
+// fp32; bf16: forward passes under autocast (matrix products in bfloat16), weights,
+// gradients and optimizer state in fp32 (exec/precision/autocast.h); bf16_weights: the
+// model's weights themselves bfloat16, no autocast, gradients and optimizer state fp32
+// with fp32 master weights in the optimizer (exec/dp/flat_parameters.h).
+enum class Precision { Fp32, Bf16, Bf16Weights };
 // Activation recomputation (Korthikanti et al.): none; selective (the attention core,
 // QK^T / softmax / dropout / V, recomputed in the backward); full (each layer's input
 // kept, its forward recomputed in the backward).

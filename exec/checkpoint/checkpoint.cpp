@@ -212,6 +212,7 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
         }
         copy_into(slot_view(*buffers[k], slot), value, key);
       }
+    flat.refresh_weights();  // the masters were loaded; bf16 weights follow them
     opt.load_whole_moments(exp_avg, exp_avg_sq);  // ZeRO-1: keeps this dp rank's pieces
     opt.set_steps(m.step);
   }

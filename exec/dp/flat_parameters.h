@@ -8,6 +8,14 @@
 //
 // Layout: parameters in reverse registration order — the order the backward pass
 // produces their gradients — so gradient buckets are consecutive ranges.
+//
+// bf16 weights (plan `precision: bf16_weights`, Megatron-LM's `--bf16`): the model then
+// computes with a third buffer, weights(), a bfloat16 copy of params(); params() stays
+// fp32 and is what the optimizer updates and a checkpoint stores — the master weights.
+// Gradients stay fp32 too: the model's bf16 parameters keep fp32 views of grads() as
+// their gradients, and autograd adds each bf16 gradient into them in place (in fp32, as
+// Megatron-LM's main_grad), so microbatches and DP all-reduces accumulate in fp32.
+// Whoever changes params() calls refresh_weights() after.
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -34,9 +42,17 @@ class FlatParameters {
 
   // Re-seats the parameters of `model` (and their gradients) as views.  `sharded`
   // names the tensor-parallel shards (see tp_shard_dims), for the gradient norm.
-  FlatParameters(torch::nn::Module& model, const std::map<std::string, int>& sharded);
+  // `weight_dtype`: what the model computes with (fp32, or bfloat16 with fp32 masters).
+  FlatParameters(torch::nn::Module& model, const std::map<std::string, int>& sharded,
+                 torch::ScalarType weight_dtype = torch::kFloat32);
 
-  torch::Tensor& params() { return params_; }
+  torch::Tensor& params() { return params_; }  // fp32: the master weights under bf16 weights
+  const torch::Tensor& weights() const { return weights_; }  // what the model's parameters view
+  bool separate_weights() const { return !weights_.is_same(params_); }
+  // Copies params() into the bf16 weights (one cast); nothing when they are one buffer.
+  void refresh_weights();
+  // Each parameter's part of params(), by name, shaped like it (the fp32 masters).
+  std::map<std::string, torch::Tensor> masters();
   torch::Tensor& grads() { return grads_; }
   const std::vector<Slot>& slots() const { return slots_; }
   // The elements of tensor-parallel shards, and the rest — replicated on every tp rank —
@@ -47,7 +63,7 @@ class FlatParameters {
   void zero_grad() { grads_.zero_(); }
 
  private:
-  torch::Tensor params_, grads_;
+  torch::Tensor params_, weights_, grads_;
   std::vector<Slot> slots_;
   std::vector<FlatRange> sharded_ranges_, replicated_ranges_;
 };

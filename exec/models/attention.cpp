@@ -196,10 +196,12 @@ torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, con
   // tests and the recomputation draw alike.
   if (sdpa_available() && q.size(3) >= 64) return attention_sdpa(q, k, v, causal);
   if (q.device().is_cpu() && q.scalar_type() == torch::kBFloat16) {
-    // Under bf16 autocast: the kernel in fp32 on upcast copies (as LibTorch's own CPU
-    // attention accumulates in fp32); the next projection casts its input back.
+    // In bf16 (autocast, or bf16 weights): the kernel in fp32 on upcast copies (as
+    // LibTorch's own CPU attention accumulates in fp32), its output rounded back to bf16
+    // — what autocast's next projection would do to it anyway.
     const torch::Tensor qf = q.to(torch::kFloat32), kf = k.to(torch::kFloat32), vf = v.to(torch::kFloat32);
-    if (kernel_can_read(qf, kf, vf)) return FusedAttention::apply(qf, kf, vf, causal, !recomputing(Recompute::Selective));
+    if (kernel_can_read(qf, kf, vf))
+      return FusedAttention::apply(qf, kf, vf, causal, !recomputing(Recompute::Selective)).to(torch::kBFloat16);
   }
   if (!kernel_can_read(q, k, v)) return composition(q, k, v, causal, dropout, training);
   return FusedAttention::apply(q, k, v, causal, !recomputing(Recompute::Selective));

@@ -42,7 +42,7 @@ torch::Tensor Gpt2AttentionImpl::forward_cached(const torch::Tensor& x, KvCache&
 }
 
 Gpt2BlockImpl::Gpt2BlockImpl(const core::Gpt2Config& c, const TpContext& tp) : resid_pdrop_(c.resid_pdrop) {
-  auto ln = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)); };
+  auto ln = [&] { return LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)); };
   ln1_ = register_module("ln_1", ln());
   attn_ = register_module("attn", Gpt2Attention(c.n_embd, c.n_head, c.attn_pdrop, tp));
   ln2_ = register_module("ln_2", ln());
@@ -74,7 +74,7 @@ Gpt2Impl::Gpt2Impl(const core::Gpt2Config& config, const TpContext& tp, StageRan
   for (int i = range_.first_block; i < range_.end_block; ++i)
     blocks_.push_back(register_module("h" + std::to_string(i), Gpt2Block(config, tp_)));
   if (has_head())
-    ln_f_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.n_embd})
+    ln_f_ = register_module("ln_f", LayerNorm(torch::nn::LayerNormOptions({config.n_embd})
                                                              .eps(config.layer_norm_epsilon)));
 }
 

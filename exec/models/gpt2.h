@@ -25,6 +25,7 @@
 #include "core/plan.h"
 #include "exec/models/language_model.h"
 #include "exec/models/serial_state.h"
+#include "exec/precision/layer_norm.h"
 #include "exec/tp/parallel_linear.h"
 #include "exec/tp/vocab_parallel.h"
 
@@ -58,7 +59,7 @@ class Gpt2BlockImpl : public torch::nn::Module {
  private:
   torch::Tensor mlp(const torch::Tensor& h);  // fc, GeLU, proj
   double resid_pdrop_;
-  torch::nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
+  LayerNorm ln1_{nullptr}, ln2_{nullptr};
   Gpt2Attention attn_{nullptr};
   ColumnParallelLinear fc_{nullptr};
   RowParallelLinear proj_{nullptr};
@@ -89,7 +90,7 @@ class Gpt2Impl : public LanguageModel {
   VocabParallelEmbedding wte_{nullptr};
   torch::nn::Embedding wpe_{nullptr};
   std::vector<Gpt2Block> blocks_;
-  torch::nn::LayerNorm ln_f_{nullptr};
+  LayerNorm ln_f_{nullptr};
 };
 TORCH_MODULE(Gpt2);
 

@@ -79,14 +79,14 @@ void load_serial_state(torch::nn::Module& model, const SerialState& state, const
   }
 }
 
-SerialState gather_serial_state(torch::nn::Module& model, const TpContext& tp, bool gradients) {
+SerialState gather_serial_state(torch::nn::Module& model, const TpContext& tp, bool gradients, const SerialState* values) {
   const auto dims = tp_shard_dims(model);
   const auto vocab = vocab_weights(model);
   SerialState out;
   torch::NoGradGuard no_grad;
   for (const auto& item : model.named_parameters()) {
     auto d = dims.find(item.key());
-    const torch::Tensor mine = gradients ? item.value().grad() : item.value().detach();
+    const torch::Tensor mine = gradients ? item.value().grad() : values ? values->at(item.key()) : item.value().detach();
     if (!mine.defined()) throw core::UserError("weights: tensor '" + item.key() + "' has no gradient");
     torch::Tensor t = d == dims.end() || tp.size() == 1 ? mine.clone() : tp.comm->all_gather(*tp.group, mine, d->second);
     if (auto v = vocab.find(item.key()); v != vocab.end()) t = t.narrow(0, 0, v->second->vocab());  // no padding

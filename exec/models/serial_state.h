@@ -26,7 +26,10 @@ std::vector<torch::Tensor> replicated_parameters(torch::nn::Module& model);
 // Throws core::UserError naming a missing tensor or a wrong shape.
 void load_serial_state(torch::nn::Module& model, const SerialState& state, const TpContext& tp);
 // The serial parameters of `model` (or, with `gradients`, their gradients), gathering
-// shards over the tp group.
-SerialState gather_serial_state(torch::nn::Module& model, const TpContext& tp, bool gradients = false);
+// shards over the tp group.  `values`: this rank's tensors to read instead of the
+// model's own, by parameter name — the fp32 master weights under bf16 weights
+// (FlatParameters::masters()), so a saved run keeps its full precision.
+SerialState gather_serial_state(torch::nn::Module& model, const TpContext& tp, bool gradients = false,
+                                const SerialState* values = nullptr);
 
 }  // namespace quintnet::exec

@@ -34,9 +34,9 @@ MlpImpl::MlpImpl(int64_t dim, int64_t hidden, const TpContext& tp) {
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) { return fc2_(torch::gelu(fc1_(x))); }
 
 BlockImpl::BlockImpl(int64_t dim, int64_t heads, int64_t mlp_hidden, const TpContext& tp) {
-  ln1_ = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
+  ln1_ = register_module("ln1", LayerNorm(torch::nn::LayerNormOptions({dim})));
   attn_ = register_module("attn", Attention(dim, heads, tp));
-  ln2_ = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
+  ln2_ = register_module("ln2", LayerNorm(torch::nn::LayerNormOptions({dim})));
   mlp_ = register_module("mlp", Mlp(dim, mlp_hidden, tp));
 }
 
@@ -58,7 +58,7 @@ ViTImpl::ViTImpl(const core::VitConfig& config, const TpContext& tp, StageRange 
   for (int i = range_.first_block; i < range_.end_block; ++i)
     blocks_.push_back(register_module("block" + std::to_string(i), Block(d, config.n_heads, 4 * d, tp)));
   if (has_head()) {
-    ln_f_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+    ln_f_ = register_module("ln_f", LayerNorm(torch::nn::LayerNormOptions({d})));
     head_ = register_module("head", torch::nn::Linear(d, config.num_classes));
   }
 }

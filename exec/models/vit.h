@@ -16,6 +16,7 @@
 #include "exec/models/serial_state.h"
 #include "exec/models/stage_model.h"
 #include "exec/models/stage_range.h"
+#include "exec/precision/layer_norm.h"
 #include "exec/tp/parallel_linear.h"
 
 namespace quintnet::exec {
@@ -49,7 +50,7 @@ class BlockImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
-  torch::nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
+  LayerNorm ln1_{nullptr}, ln2_{nullptr};
   Attention attn_{nullptr};
   Mlp mlp_{nullptr};
 };
@@ -77,7 +78,7 @@ class ViTImpl : public StageModel {
   torch::nn::Linear patch_proj_{nullptr};
   torch::Tensor cls_token_, pos_embed_;
   std::vector<Block> blocks_;
-  torch::nn::LayerNorm ln_f_{nullptr};
+  LayerNorm ln_f_{nullptr};
   torch::nn::Linear head_{nullptr};
 };
 TORCH_MODULE(ViT);

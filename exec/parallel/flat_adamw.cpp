@@ -46,12 +46,16 @@ void FlatAdamW::step(double lr, const torch::Tensor& skip) {
   }
   if (!shards_) {
     update(flat_.params(), flat_.grads(), lr, skip);
-    return;
+  } else {
+    torch::Tensor p = shards_->take(flat_.params());
+    update(p, shards_->take(flat_.grads()), lr, skip);
+    shards_->put(p, flat_.params());
+    // The fp32 masters gathered (bf16 weights would halve these bytes; not done yet).
+    shards_->all_gather(flat_.params());
   }
-  torch::Tensor p = shards_->take(flat_.params());
-  update(p, shards_->take(flat_.grads()), lr, skip);
-  shards_->put(p, flat_.params());
-  shards_->all_gather(flat_.params());
+  // Under bf16 weights the model computes with a bf16 copy of the masters (a skipped
+  // step leaves the masters, so the copy too, as they were).
+  flat_.refresh_weights();
 }
 
 void FlatAdamW::update(torch::Tensor& p, const torch::Tensor& g, double lr, const torch::Tensor& skip) {

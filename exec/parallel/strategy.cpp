@@ -34,12 +34,13 @@ class MeshStrategy : public Strategy {
       if (layout_.uses(Axis::Cp)) chunk.model->use_context_parallel(CpContext{&comm_, &comm_.axis(Axis::Cp)});
       chunk.model->to(device);
       load_serial_state(*chunk.model, state, pm->tp);
-      chunk.flat = std::make_unique<FlatParameters>(*chunk.model, tp_shard_dims(*chunk.model));
+      chunk.flat = std::make_unique<FlatParameters>(*chunk.model, tp_shard_dims(*chunk.model), weight_dtype());
       if (layout_.uses(Axis::Dp) || layout_.uses(Axis::Cp)) {
         // The replicas: dp, and the cp ranks, which hold the same weights too.
         Group& replicas = comm_.replicas();
         // Every replica starts from rank 0's weights (as DistributedDataParallel does).
         comm_.broadcast(replicas, chunk.flat->params(), 0);
+        chunk.flat->refresh_weights();
         chunk.dp = std::make_unique<GradBuckets>(*chunk.flat, comm_, replicas, layout_.plan.bucket_size_mb);
       }
       pm->chunks.push_back(std::move(chunk));
@@ -48,6 +49,12 @@ class MeshStrategy : public Strategy {
   }
 
  private:
+  // What the model computes with: bfloat16 under `precision: bf16_weights` (fp32 masters
+  // kept by FlatParameters), else fp32 — autocast's bf16 casts the fp32 weights op by op.
+  torch::ScalarType weight_dtype() const {
+    return layout_.plan.precision == core::Precision::Bf16Weights ? torch::kBFloat16 : torch::kFloat32;
+  }
+
   Communicator& comm_;
   const core::RunLayout& layout_;
 };

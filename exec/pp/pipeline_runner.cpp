@@ -62,10 +62,13 @@ PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Co
 torch::Tensor PipelineRunner::stage_forward(int c, const torch::Tensor& input) {
   AutocastScope autocast(precision_ == core::Precision::Bf16, input.device());
   RecomputeScope recompute(recompute_);
-  // fp32 between stages: a no-op without autocast; with it, the p2p buffers stay fp32.
+  // Under bf16 weights the stage's input (images, or fp32 from the previous stage) is
+  // cast to bf16 inside the graph, so its gradient leaves the stage in fp32 again.
+  const bool bf16_weights = precision_ == core::Precision::Bf16Weights && input.is_floating_point();
+  // fp32 between stages: a no-op in fp32; in bf16, the p2p buffers stay fp32.
   // The last stage's output goes to the loss as computed: each model's loss reads it in
   // fp32 its own way (GPT-2 a block of rows at a time: no fp32 copy of its logits).
-  torch::Tensor out = model_.chunks[c].model->forward(input);
+  torch::Tensor out = model_.chunks[c].model->forward(bf16_weights ? input.to(torch::kBFloat16) : input);
   return model_.is_last(c) ? out : out.to(torch::kFloat32);
 }
 

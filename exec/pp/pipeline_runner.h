@@ -57,8 +57,9 @@ struct EvalStats {
 class PipelineRunner : private core::ScheduleHandler {
  public:
   // tokens, hidden: the activation shape between stages is [micro-batch, tokens, hidden].
-  // precision bf16: forward passes under autocast (exec/precision/autocast.h); what
-  // crosses a stage boundary and what the loss reads stay fp32.
+  // precision bf16: forward passes under autocast (exec/precision/autocast.h);
+  // bf16_weights: each stage's input cast to bf16, the weights' dtype.  Either way what
+  // crosses a stage boundary stays fp32.
   // microbatch_threads > 1 (one rank, one chunk, no dropout: the trainer decides):
   // that many microbatches at once, the rank's intra-op threads shared among them.
   // recompute (plan key `recompute`): each stage forward runs under a RecomputeScope,

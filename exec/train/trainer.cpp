@@ -216,8 +216,10 @@ Trainer::Evaluation Trainer::evaluate(PipelineRunner& runner, ParallelModel& pm,
 
 void Trainer::save_params(ParallelModel& pm) {
   c10::Dict<std::string, torch::Tensor> dict;
-  for (auto& chunk : pm.chunks)
-    for (auto& [name, t] : gather_serial_state(*chunk.model, pm.tp)) dict.insert(name, t.cpu());
+  for (auto& chunk : pm.chunks) {
+    const SerialState masters = chunk.flat->masters();  // fp32 under bf16 weights too
+    for (auto& [name, t] : gather_serial_state(*chunk.model, pm.tp, false, &masters)) dict.insert(name, t.cpu());
+  }
   const core::Mesh& mesh = comm_.mesh();
   if (comm_.replicas().rank != 0 || mesh.coord(comm_.rank(), core::Axis::Tp) != 0) return;
   // One file per pipeline rank (its stages' parameters) when pp > 1.
@@ -482,7 +484,7 @@ TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
   auto probe_batch = [&] {
     return context_part(comm_, r.data->train_batch(r.sampler.microbatch(0, 0, dp.rank, dp.size(), 0, p.microbatches()), device_));
   };
-  r.trace->finish(p, *r.pm, r.schedule, probe_batch, {r.tokens, p.model.hidden(), p.precision == core::Precision::Bf16}, is_logger_);
+  r.trace->finish(p, *r.pm, r.schedule, probe_batch, {r.tokens, p.model.hidden(), p.precision != core::Precision::Fp32}, is_logger_);
   if (blocks_recomputed() > 0)
     r.log->message("activations: " + std::to_string(blocks_recomputed()) +
                    " blocks recomputed in the backward on this rank (recompute: full)");

@@ -6,7 +6,8 @@
 #   2. the CUDA checks (quintnet-cuda-check);
 #   3. GPT-2 124M on one GPU, 8 x 1024 tokens: QuintNet against Hugging Face's model in
 #      plain PyTorch, eager and torch.compile, bf16 and fp32 (TF32 on both sides), each
-#      side's kernels with the most GPU time (ours from --profile), and the ratios;
+#      side's kernels with the most GPU time (ours from --profile), and the ratios; ours
+#      also with bf16 weights and fp32 masters (precision: bf16_weights) against their bf16;
 #   4. several ranks on one GPU: dp 2, tp 2 and pp 2 (the small Brown GPT-2, fp32, no
 #      dropout) against the one-rank CUDA run, losses within 1e-5.  NCCL refuses two
 #      ranks on one GPU; the ranks then talk through host memory (the store backend).
@@ -56,7 +57,7 @@ gpt2_plan() {  # precision
  "mesh_dim": [1, 1, 1], "device_type": "cuda", "precision": "$1"}
 JSON
 }
-for precision in bf16 fp32; do
+for precision in bf16 bf16_weights fp32; do
   gpt2_plan "$precision"
   profile=()
   [ "$precision" = bf16 ] && profile=(--profile "$out/profile_bf16")
@@ -86,8 +87,10 @@ echo "== ratios (QuintNet / plain PyTorch, tokens/s; targets: bf16 >= 1.3x eager
 "$QN_TORCH_PYTHON" - "$out/results.jsonl" <<'PY'
 import json, sys
 r = {(j["side"], j["precision"]): j["tokens_per_s"] for j in map(json.loads, open(sys.argv[1]))}
-for precision, side in (("bf16", "pytorch eager"), ("bf16", "pytorch torch.compile"), ("fp32", "pytorch eager")):
-    ours, theirs = r.get(("quintnet", precision)), r.get((side, precision))
+# bf16_weights (bf16 weights, fp32 masters) against the peers' bf16 (autocast) runs.
+for precision, side in (("bf16", "pytorch eager"), ("bf16", "pytorch torch.compile"), ("fp32", "pytorch eager"),
+                        ("bf16_weights", "pytorch eager"), ("bf16_weights", "pytorch torch.compile")):
+    ours, theirs = r.get(("quintnet", precision)), r.get((side, precision.replace("_weights", "")))
     print(f"| {precision} vs {side} | " + (f"{ours / theirs:.2f}x |" if ours and theirs else "not measured |"))
 PY
 

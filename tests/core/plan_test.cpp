@@ -113,7 +113,7 @@ TEST(Plan, RejectsUnknownScheduleStrategyModel) {
   EXPECT_MESSAGE(vit_yaml("strategy_name: 4d\n"), "strategy_name", "unknown strategy '4d'");
   EXPECT_MESSAGE(vit_yaml("model: resnet\n"), "model", "unknown model 'resnet'", "vit or gpt2");
   EXPECT_MESSAGE(vit_yaml("mesh_name: ['dp', 'tp', 'ep']\n"), "mesh_name", "unknown axis 'ep'");
-  EXPECT_MESSAGE(vit_yaml("precision: fp16\n"), "precision", "unknown precision 'fp16'", "fp32 or bf16");
+  EXPECT_MESSAGE(vit_yaml("precision: fp16\n"), "precision", "unknown precision 'fp16'", "fp32, bf16 or bf16_weights");
   EXPECT_MESSAGE(vit_yaml("device_type: tpu\n"), "device_type", "unknown device 'tpu'", "cpu or cuda");
   EXPECT_MESSAGE(vit_yaml("kernels: triton\n"), "kernels", "unknown kernel set 'triton'", "unfused, fused or flash");
 }

@@ -71,11 +71,12 @@ TEST(AttentionCore, Bfloat16InputsRunTheKernelInFp32) {
   torch::manual_seed(7);
   const torch::Tensor q = torch::randn({2, 9, 2, 16}), k = torch::randn({2, 9, 2, 16}), v = torch::randn({2, 9, 2, 16});
   auto bf = [](const torch::Tensor& t) { return t.to(torch::kBFloat16); };
-  // The same as the fp32 kernel on the bf16-rounded inputs: upcast, nothing computed in bf16.
+  // The fp32 kernel on the bf16-rounded inputs (upcast, nothing computed in bf16), its
+  // output rounded to bf16 for the next projection.
   const torch::Tensor out = attention_core(bf(q), bf(k), bf(v), true);
-  EXPECT_EQ(out.scalar_type(), torch::kFloat32);
-  EXPECT_TRUE(torch::equal(out, attention_core(bf(q).to(torch::kFloat32), bf(k).to(torch::kFloat32),
-                                               bf(v).to(torch::kFloat32), true)));
+  EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(out, bf(attention_core(bf(q).to(torch::kFloat32), bf(k).to(torch::kFloat32),
+                                                  bf(v).to(torch::kFloat32), true))));
 }
 
 TEST(AttentionCore, OtherDtypesAndDropoutTakeTheReferencePath) {

@@ -5,6 +5,7 @@
 // parameters the run itself writes; damaged checkpoints are refused with a message.
 // ZeRO-1 (optimizer state split over dp, on disk too): resuming on the same mesh is
 // bitwise, and its checkpoint continues on dp 4 and dp 1 with the uninterrupted run's losses.
+// Under bf16 weights a checkpoint holds the fp32 masters, and resuming is bitwise too.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -224,6 +225,28 @@ TEST(Checkpoint, ZeroOneResumesBitwiseAndReshardsOntoDp4AndDp1) {
     ASSERT_EQ(b.size(), 5u) << mesh;
     for (int i = 0; i < 5; ++i) EXPECT_NEAR(b[i], ref[5 + i], 1e-5 * ref[5 + i]) << mesh << " step " << i + 6;
   }
+}
+
+// precision: bf16_weights on dp 2: the checkpoint stores the fp32 masters and the resumed
+// run recomputes its bf16 weights from them, so steps 6-10 are the uninterrupted run's
+// bit for bit (weights left as initialised, or the masters rounded to bf16, would not be).
+TEST(Checkpoint, Bf16WeightsResumeBitwiseFromTheFp32Masters) {
+  const std::string config = plan("ckpt_bf16w", "[2, 1, 1]", "precision: bf16_weights\n");
+  const std::string d = dir_for("bf16w");
+  auto straight = train(config, 2, "--metrics " + d + "/ref.jsonl");
+  ASSERT_EQ(straight.code, 0) << straight.err;
+  const auto ref = losses(d + "/ref.jsonl");
+  ASSERT_EQ(ref.size(), 10u);
+  auto first = train(config, 2, "--checkpoint-dir " + d + "/run --checkpoint-every 5 --stop-at-step 5");
+  ASSERT_EQ(first.code, 0) << first.err;
+  const auto saved = load_params({d + "/run/step-00000005/rank-00000.pt"});
+  ASSERT_TRUE(saved.count("param/head.weight"));
+  EXPECT_EQ(saved.at("param/head.weight").scalar_type(), torch::kFloat32);
+  auto again = train(config, 2, "--metrics " + d + "/resumed.jsonl --resume " + d + "/run");
+  ASSERT_EQ(again.code, 0) << again.err;
+  const auto resumed = losses(d + "/resumed.jsonl");
+  ASSERT_EQ(resumed.size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(resumed[i], ref[5 + i]) << "step " << i + 6 << " after resuming";
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // The pieces of the GPU's fast step, checked on the CPU against the plain computations
 // they replace: the gradient norm by ranges (no fp64 copy of the buffer) against an
 // fp64 reference, AdamW's fused kernel against the flat one and against
-// torch::optim::AdamW, a skipped step that leaves everything as it was, figures read
-// back a step late, and the blocked cross-entropy against LibTorch's.
+// torch::optim::AdamW, a skipped step that leaves everything as it was, bf16 weights with
+// fp32 masters against the fp32 step, figures read back a step late, and the blocked
+// cross-entropy against LibTorch's.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -151,6 +152,63 @@ TEST(FlatAdamW, FusedKernelEqualsTheFlatOne) {
   EXPECT_EQ(fused.steps(), 6);
   fused.set_steps(2);  // resuming
   EXPECT_EQ(fused.steps(), 2);
+}
+
+// bf16 weights (plan `precision: bf16_weights`): the model's parameters are bfloat16
+// views of a copy of the fp32 masters, and their gradients fp32 views that autograd adds
+// each bf16 gradient into — in fp32, not rounded to bf16 between microbatches.
+TEST(FlatParameters, Bf16WeightsCopyTheFp32MastersAndGradientsAddUpInFp32) {
+  torch::manual_seed(5);
+  Model m;
+  const torch::Tensor a0 = m.a.detach().clone();
+  FlatParameters flat(m, {}, torch::kBFloat16);
+  ASSERT_TRUE(flat.separate_weights());
+  EXPECT_EQ(m.a.scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(flat.params().scalar_type(), torch::kFloat32);
+  EXPECT_EQ(flat.grads().scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::equal(flat.masters().at("a"), a0)) << "the masters keep the fp32 values";
+  EXPECT_TRUE(torch::equal(flat.weights(), flat.params().to(torch::kBFloat16)));
+
+  // Two microbatches' backward passes, and the same gradients taken apart.
+  std::vector<torch::Tensor> apart;
+  for (int mb = 0; mb < 2; ++mb) {
+    const torch::Tensor x = torch::randn({5, 300}).to(torch::kBFloat16);
+    torch::matmul(x, m.a).to(torch::kFloat32).square().sum().backward();
+    const torch::Tensor w = m.a.detach().clone().requires_grad_(true);
+    apart.push_back(torch::autograd::grad({torch::matmul(x, w).to(torch::kFloat32).square().sum()}, {w})[0]);
+  }
+  ASSERT_EQ(apart[0].scalar_type(), torch::kBFloat16);
+  const torch::Tensor in_fp32 = apart[0].to(torch::kFloat32) + apart[1].to(torch::kFloat32);
+  EXPECT_TRUE(torch::equal(m.a.grad(), in_fp32)) << "the two gradients added in fp32";
+  EXPECT_FALSE(torch::equal(m.a.grad(), (apart[0] + apart[1]).to(torch::kFloat32))) << "added in bf16";
+}
+
+// The optimizer under bf16 weights takes the fp32 step on the masters — bit for bit the
+// step of an fp32 run on the same values — and the bf16 weights follow it; a skipped
+// step leaves both.
+TEST(FlatAdamW, UpdatesTheFp32MastersAndTheBf16WeightsFollow) {
+  torch::manual_seed(6);
+  Model a, b;
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < a.parameters().size(); ++i) b.parameters()[i].copy_(a.parameters()[i]);
+  }
+  FlatParameters fp32(a, {}), bf16(b, {}, torch::kBFloat16);
+  FlatAdamW ours(bf16, 0.1, nullptr, FlatAdamW::Kernel::Flat), plain(fp32, 0.1, nullptr, FlatAdamW::Kernel::Flat);
+  for (int step = 0; step < 3; ++step) {
+    draw_gradients(fp32, 30 + step);
+    draw_gradients(bf16, 30 + step);
+    ours.step(1e-2, torch::tensor(false));
+    plain.step(1e-2, torch::tensor(false));
+  }
+  EXPECT_TRUE(torch::equal(bf16.params(), fp32.params()));
+  EXPECT_TRUE(torch::equal(bf16.weights(), bf16.params().to(torch::kBFloat16)));
+  EXPECT_TRUE(torch::equal(b.c, bf16.masters().at("c").to(torch::kBFloat16)));
+  const torch::Tensor weights = bf16.weights().clone();
+  bf16.grads().fill_(std::numeric_limits<float>::quiet_NaN());
+  ours.step(1e-2, torch::tensor(true));
+  EXPECT_TRUE(torch::equal(bf16.params(), fp32.params()));
+  EXPECT_TRUE(torch::equal(bf16.weights(), weights));
 }
 
 TEST(PendingFigures, ReadsBackWhatTheStepComputed) {
