@@ -71,6 +71,16 @@ std::map<std::string, torch::Tensor> load_params(const std::vector<std::string>&
   return out;
 }
 
+// The losses of `config`'s uninterrupted 10 steps, and in d/run the checkpoint of the
+// same run stopped after step 5: what a resume test continues from.
+std::vector<double> straight_losses_and_checkpoint_at_five(const std::string& config, int nproc, const std::string& d) {
+  auto straight = train(config, nproc, "--metrics " + d + "/ref.jsonl");
+  EXPECT_EQ(straight.code, 0) << straight.err;
+  auto first = train(config, nproc, "--checkpoint-dir " + d + "/run --checkpoint-every 5 --stop-at-step 5");
+  EXPECT_EQ(first.code, 0) << first.err;
+  return losses(d + "/ref.jsonl");
+}
+
 // The uninterrupted 2x2x2 run: 10 steps, a checkpoint at the end, its parameters.
 struct Reference {
   std::string dir, config;
@@ -193,12 +203,8 @@ TEST(Checkpoint, ZeroOneResumesBitwiseAndReshardsOntoDp4AndDp1) {
   const std::string zero = "zero_stage: 1\nbucket_size_mb: 0.05\n";
   const std::string config = plan("ckpt_zero_dp2", "[2, 1, 1]", zero);
   const std::string d = dir_for("zero");
-  auto straight = train(config, 2, "--metrics " + d + "/ref.jsonl");
-  ASSERT_EQ(straight.code, 0) << straight.err;
-  const auto ref = losses(d + "/ref.jsonl");
+  const auto ref = straight_losses_and_checkpoint_at_five(config, 2, d);
   ASSERT_EQ(ref.size(), 10u);
-  auto first = train(config, 2, "--checkpoint-dir " + d + "/run --checkpoint-every 5 --stop-at-step 5");
-  ASSERT_EQ(first.code, 0) << first.err;
   // On disk the moments stay sharded: the two shards hold the parameters twice and the two
   // moments once (2 x 2 parameter sizes; without ZeRO-1 2 x 3), and `export
   // --with-optimizer` reassembles the moments from both.
@@ -233,12 +239,8 @@ TEST(Checkpoint, ZeroOneResumesBitwiseAndReshardsOntoDp4AndDp1) {
 TEST(Checkpoint, Bf16WeightsResumeBitwiseFromTheFp32Masters) {
   const std::string config = plan("ckpt_bf16w", "[2, 1, 1]", "precision: bf16_weights\n");
   const std::string d = dir_for("bf16w");
-  auto straight = train(config, 2, "--metrics " + d + "/ref.jsonl");
-  ASSERT_EQ(straight.code, 0) << straight.err;
-  const auto ref = losses(d + "/ref.jsonl");
+  const auto ref = straight_losses_and_checkpoint_at_five(config, 2, d);
   ASSERT_EQ(ref.size(), 10u);
-  auto first = train(config, 2, "--checkpoint-dir " + d + "/run --checkpoint-every 5 --stop-at-step 5");
-  ASSERT_EQ(first.code, 0) << first.err;
   const auto saved = load_params({d + "/run/step-00000005/rank-00000.pt"});
   ASSERT_TRUE(saved.count("param/head.weight"));
   EXPECT_EQ(saved.at("param/head.weight").scalar_type(), torch::kFloat32);
