@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,12 @@ namespace {
 // keeps a 2 × 2 × 2 run's fifteen groups under 64 MiB of memory; a two-rank group
 // moves the ViT's 1.6 MB bucket in three pieces.
 constexpr std::size_t kSegmentBytes = 4u << 20;
+
+// Up to this size every member sums the whole tensor itself (one barrier) instead of its
+// part (two barriers: parts summed, then gathered).  A tensor-parallel activation — the
+// ViT's 100 KB, four per block and microbatch — costs a few microseconds to sum; each
+// barrier, where ranks outnumber cores, is a sleep and a wake-up of every member.
+constexpr std::int64_t kEveryoneSumsBytes = 256 << 10;
 
 class ShmBackend : public CommBackend {
  public:
@@ -68,31 +75,41 @@ class ShmBackend : public CommBackend {
     const std::int64_t per_piece = static_cast<std::int64_t>(slot_bytes_) / t.element_size();
     // An empty tensor still takes one (empty) piece: every member meets the others.
     const std::int64_t pieces = std::max<std::int64_t>(1, (flat.numel() + per_piece - 1) / per_piece);
+    const bool everyone_sums = flat.numel() * t.element_size() <= kEveryoneSumsBytes;
     for (std::int64_t i = 0; i < pieces; ++i) {
       const std::int64_t start = i * per_piece, n = std::min(per_piece, flat.numel() - start);
       std::byte* set = segment_->data() + (pieces_++ % 2) * (size_ + 1) * slot_bytes_;
       const auto area = [&](int k) { return torch::from_blob(set + k * slot_bytes_, {n}, t.options()); };
-      const at::Tensor mine = flat.narrow(0, start, n);
+      at::Tensor mine = flat.narrow(0, start, n);
       area(rank_).copy_(mine);
       if (start == 0) segment_->announce(flat.numel());
       segment_->barrier();
       if (start == 0) check_same_size(flat.numel());
+      if (everyone_sums) {  // every member sums the whole piece, straight into its tensor
+        reduce_into(mine, [&](int k) { return area(k); }, op);
+        continue;
+      }
       // Part m of the piece: [n m / size, n (m + 1) / size).
       const std::int64_t lo = n * rank_ / size_, hi = n * (rank_ + 1) / size_;
       at::Tensor result = area(size_).narrow(0, lo, hi - lo);
-      const auto part = [&](int k) { return area(k).narrow(0, lo, hi - lo); };
-      if (op == c10d::ReduceOp::SUM)
-        at::add_out(result, part(0), part(1));
-      else
-        at::maximum_out(result, part(0), part(1));
-      for (int k = 2; k < size_; ++k) {
-        if (op == c10d::ReduceOp::SUM)
-          result.add_(part(k));
-        else
-          at::maximum_out(result, result, part(k));
-      }
+      reduce_into(result, [&](int k) { return area(k).narrow(0, lo, hi - lo); }, op);
       segment_->barrier();
       mine.copy_(area(size_));
+    }
+  }
+
+  // out = part(0) op part(1) op ... op part(size - 1), in member order: every member that
+  // sums a range gets the same bits for it.
+  void reduce_into(at::Tensor& out, const std::function<at::Tensor(int)>& part, c10d::ReduceOp op) const {
+    if (op == c10d::ReduceOp::SUM)
+      at::add_out(out, part(0), part(1));
+    else
+      at::maximum_out(out, part(0), part(1));
+    for (int k = 2; k < size_; ++k) {
+      if (op == c10d::ReduceOp::SUM)
+        out.add_(part(k));
+      else
+        at::maximum_out(out, out, part(k));
     }
   }
 

@@ -15,10 +15,13 @@
 //   2. member m sums part m of the piece over the slots, in member order, into
 //      part m of the result area;                                                barrier
 //   3. every member copies the whole result area into its tensor.
-// Pieces alternate between two sets of slots, so step 3 of one piece needs no barrier of
-// its own (a member writes that set again only after everyone has passed step 1 of the
-// next piece).  Each part is summed once, so every member reads the same bits: replicas
-// stay bitwise equal.  A call completes before it returns (the calling thread does the
+// A small tensor (up to 256 KiB: tensor-parallel activations) skips steps 2 and 3's
+// barrier: after step 1 every member sums the whole piece over the slots, in member
+// order, into its own tensor.  Pieces alternate between two sets of slots, so neither
+// step 3 nor the small tensor's sum needs a barrier of its own (a member writes that set
+// again only after everyone has passed step 1 of the next piece, which each reaches once
+// it has read this one).  Every element is summed in member order, once or by every
+// member alike, so every member holds the same bits: replicas stay bitwise equal.  A call completes before it returns (the calling thread does the
 // copies — on a busy host its cores are the ones computing anyway).
 //
 // Handled here: contiguous CPU tensors, SUM and MAX, numeric dtypes; anything else goes

@@ -30,8 +30,9 @@ struct ShmSegment::Member {
   std::atomic<std::uint32_t> passed;  // barriers this member has reached
   std::int32_t pid;
   std::uint64_t pid_namespace;        // pids are comparable only within one namespace
-  std::atomic<std::int64_t> announced;
-  std::int64_t pad;
+  // By the parity of the barrier announced for: a member may announce for its next
+  // barrier while another still reads what it announced for this one.
+  std::atomic<std::int64_t> announced[2];
 };
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free && std::atomic<std::int64_t>::is_always_lock_free);
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t), "futex needs a plain 32-bit word");
@@ -165,9 +166,13 @@ std::unique_ptr<ShmSegment> ShmSegment::open(c10d::Store& store, int member, con
   return all ? std::move(segment) : nullptr;
 }
 
-void ShmSegment::announce(std::int64_t value) { member(member_).announced.store(value, std::memory_order_relaxed); }
+void ShmSegment::announce(std::int64_t value) {
+  member(member_).announced[(passed_ + 1) % 2].store(value, std::memory_order_relaxed);
+}
 
-std::int64_t ShmSegment::announced(int m) const { return member(m).announced.load(std::memory_order_relaxed); }
+std::int64_t ShmSegment::announced(int m) const {
+  return member(m).announced[passed_ % 2].load(std::memory_order_relaxed);
+}
 
 void ShmSegment::barrier() {
   ++passed_;

@@ -42,7 +42,8 @@ class ShmSegment {
   void barrier();
 
   // A number every member announces before a barrier and reads back after it (e.g. a
-  // collective's element count): what each member announced at the last barrier.
+  // collective's element count): what each member announced for the last barrier passed,
+  // readable until the next one (a member may already announce for that one meanwhile).
   void announce(std::int64_t value);
   std::int64_t announced(int member) const;
 

@@ -82,6 +82,28 @@ TEST(ShmBackend, AllReducesEqualTheSumInMemberOrderOnEveryMember) {
   for (int m = 0; m < size; ++m) EXPECT_EQ(failures[m], "") << "member " << m;
 }
 
+// Small all-reduces take one barrier each, so a member may start the next call while
+// another still reads this one's slots: back-to-back calls of changing values and sizes
+// (small, small, two-barrier, small ...), each checked, would catch a slot overwritten
+// too early.  Four members, so that several threads are often between barriers at once.
+TEST(ShmBackend, BackToBackSmallAndLargeAllReducesKeepEveryCallsValues) {
+  const int size = 4;
+  const std::string path = store_path("back_to_back");
+  std::vector<std::string> failures(size);
+  on_members(size, [&](int member) {
+    auto group = shm_group(path, size, member, milliseconds(60000));
+    for (int call = 0; call < 300; ++call) {
+      const int64_t n = call % 3 == 2 ? 100000 : 1000 + call % 7;  // 400 KB: over the one-barrier bound
+      std::vector<at::Tensor> t{contribution(member, n, torch::kFloat32) + call};
+      group->allreduce(t)->wait();
+      torch::Tensor expected = contribution(0, n, torch::kFloat32) + call;
+      for (int k = 1; k < size; ++k) expected = expected + (contribution(k, n, torch::kFloat32) + call);
+      if (!torch::equal(t[0], expected)) failures[member] += "call " + std::to_string(call) + " differs; ";
+    }
+  });
+  for (int m = 0; m < size; ++m) EXPECT_EQ(failures[m], "") << "member " << m;
+}
+
 TEST(ShmBackend, MembersThatDisagreeOnTheSizeAllStopWithTheReason) {
   const std::string path = store_path("disagree");
   std::vector<std::string> errors(2);
