@@ -24,6 +24,9 @@ std::string join(const std::vector<core::Axis>& axes) {
   return out;
 }
 
+// The groups that send point-to-point messages: the pipeline's stages, the cp ring.
+bool sends_messages(const std::string& group) { return group == "pp" || group == "cp"; }
+
 std::string backend_asked() {
   const char* asked = std::getenv("QN_COMM_BACKEND");
   const std::string wanted = asked ? asked : "";
@@ -143,9 +146,9 @@ Group Communicator::build_group(const std::string& name, const std::vector<int>&
       g.backend = make_nccl(store, g.rank, g.size(), timeout_);
     else if (!shared_memory_)
       g.backend = make_gloo(store, g.rank, g.size(), timeout_, gloo_endpoint(env_));
-    else  // all-reduces through shared memory where the group's members share a host
+    else  // collectives (and the pipeline's and the cp ring's messages) through shared memory on one host
       g.backend = with_shared_memory(make_gloo(store, g.rank, g.size(), timeout_, gloo_endpoint(env_)), *store, ranks,
-                                     g.rank, timeout_, spin);
+                                     g.rank, timeout_, spin, sends_messages(name));
   } catch (const core::UserError&) {
     throw;
   } catch (const std::exception& e) {
@@ -157,15 +160,17 @@ Group Communicator::build_group(const std::string& name, const std::vector<int>&
 std::string Communicator::describe() const {
   if (world_size() == 1 || backend_ == Backend::Store) return "";
   if (backend_ == Backend::Nccl) return "communication: NCCL";
-  std::string shared;  // the groups whose all-reduces go through shared memory
+  std::string shared, messages;  // the groups whose collectives, and messages, go through shared memory
   const auto note = [&](const Group& g) {
-    if (g.backend && g.backend->getBackendName() == kShmBackendName) shared += (shared.empty() ? "" : ", ") + g.name;
+    if (!g.backend || g.backend->getBackendName() != kShmBackendName) return;
+    shared += (shared.empty() ? "" : ", ") + g.name;
+    if (sends_messages(g.name)) messages += (messages.empty() ? "" : ", ") + g.name;
   };
   for (const auto& entry : groups_) note(entry.second);
   note(world_);
-  return shared.empty() ? "communication: Gloo over TCP"
-                        : "communication: all-reduces of " + shared +
-                              " through shared memory (one host), the rest through Gloo over TCP";
+  if (shared.empty()) return "communication: Gloo over TCP";
+  return "communication: shared memory (one host) for the collectives of " + shared +
+         (messages.empty() ? "" : " and the messages of " + messages) + "; Gloo over TCP for the rest";
 }
 
 Group& Communicator::axis(core::Axis axis) { return axes({axis}); }

@@ -107,7 +107,7 @@ class Communicator {
   core::Mesh mesh_;
   core::Device device_;
   Backend backend_;
-  bool shared_memory_;  // a Gloo group's all-reduces through shared memory on one host (not QN_COMM_BACKEND=gloo)
+  bool shared_memory_;  // a Gloo group's collectives and messages through shared memory on one host (not QN_COMM_BACKEND=gloo)
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::Store> store_;
   Group world_;

@@ -8,15 +8,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "exec/comm/shm_messages.h"
 #include "exec/comm/shm_segment.h"
 
 namespace quintnet::exec {
 namespace {
 
-// Each group's segment: two sets of (one slot per member + the result area).  4 MiB
-// keeps a 2 × 2 × 2 run's fifteen groups under 64 MiB of memory; a two-rank group
-// moves the ViT's 1.6 MB bucket in three pieces.
-constexpr std::size_t kSegmentBytes = 4u << 20;
+// Each group's collective area: two sets of (one slot per member + the result area).
+// 4 MiB keeps a 2 × 2 × 2 run's fifteen groups' collectives under 64 MiB of memory; a
+// two-rank group moves the ViT's 1.6 MB bucket in three pieces.
+constexpr std::size_t kCollectiveBytes = 4u << 20;
 
 // Up to this size every member sums the whole tensor itself (one barrier) instead of its
 // part (two barriers: parts summed, then gathered).  A tensor-parallel activation — the
@@ -24,78 +25,130 @@ constexpr std::size_t kSegmentBytes = 4u << 20;
 // barrier, where ranks outnumber cores, is a sleep and a wake-up of every member.
 constexpr std::int64_t kEveryoneSumsBytes = 256 << 10;
 
+using Piece = std::function<void(std::byte* set, std::int64_t start, std::int64_t n)>;
+
 class ShmBackend : public CommBackend {
  public:
-  ShmBackend(std::unique_ptr<ShmSegment> segment, c10::intrusive_ptr<CommBackend> gloo, int rank, int size)
+  ShmBackend(std::unique_ptr<ShmSegment> segment, c10::intrusive_ptr<CommBackend> gloo, int rank, int size,
+             bool messages)
       : CommBackend(rank, size),
         segment_(std::move(segment)),
         gloo_(std::move(gloo)),
         // 64-byte multiples: every dtype's elements, and no two members on one cache line.
-        slot_bytes_(segment_->bytes() / (2 * (size + 1)) / 64 * 64) {}
+        slot_bytes_(kCollectiveBytes / (2 * (size + 1)) / 64 * 64) {
+    if (messages)
+      messages_ = std::make_unique<ShmMessages>(*segment_, segment_->data() + kCollectiveBytes, rank, size);
+  }
 
   const std::string getBackendName() const override { return kShmBackendName; }
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override {
-    if (tensors.size() != 1 || !handles(tensors[0], opts.reduceOp)) return gloo_->allreduce(tensors, opts);
+    const bool op = opts.reduceOp == c10d::ReduceOp::SUM || opts.reduceOp == c10d::ReduceOp::MAX;
+    if (tensors.size() != 1 || !in_memory(tensors[0]) || !numeric(tensors[0]) || !op) return gloo_->allreduce(tensors, opts);
     all_reduce(tensors[0], opts.reduceOp);
     return c10::make_intrusive<DoneWork>();
   }
 
-  // The rest is Gloo's.
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override {
-    return gloo_->broadcast(tensors, opts);
+    if (tensors.size() != 1 || opts.rootTensor != 0 || !in_memory(tensors[0])) return gloo_->broadcast(tensors, opts);
+    broadcast(tensors[0], static_cast<int>(opts.rootRank));
+    return c10::make_intrusive<DoneWork>();
   }
+
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                                            const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override {
-    return gloo_->allgather(outputs, inputs, opts);
+    if (!gatherable(outputs, inputs)) return gloo_->allgather(outputs, inputs, opts);
+    all_gather(outputs[0], inputs[0]);
+    return c10::make_intrusive<DoneWork>();
   }
+
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
+    if (!by_message(tensors, dst)) return gloo_->send(tensors, dst, tag);
+    messages_->send(tensors[0], dst, tag);
+    return c10::make_intrusive<DoneWork>();
+  }
+
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
+    if (!by_message(tensors, src)) return gloo_->recv(tensors, src, tag);
+    messages_->recv(tensors[0], src, tag);
+    return c10::make_intrusive<DoneWork>();
+  }
+
+  // Gloo's: LibTorch 1.13's Gloo has none, and ZeRO-1 then all-reduces instead.
   c10::intrusive_ptr<c10d::Work> reduce_scatter(
       std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
       const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override {
     return gloo_->reduce_scatter(outputs, inputs, opts);
   }
-  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
-    return gloo_->send(tensors, dst, tag);
-  }
-  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
-    return gloo_->recv(tensors, src, tag);
-  }
 
  private:
-  static bool handles(const at::Tensor& t, c10d::ReduceOp op) {
-    const bool numeric = at::isFloatingType(t.scalar_type()) || at::isIntegralType(t.scalar_type(), /*includeBool=*/false);
-    return t.device().is_cpu() && t.is_contiguous() && numeric && (op == c10d::ReduceOp::SUM || op == c10d::ReduceOp::MAX);
+  // What goes through shared memory depends only on the call, so every member chooses alike.
+  static bool in_memory(const at::Tensor& t) { return t.device().is_cpu() && t.is_contiguous(); }
+  static bool numeric(const at::Tensor& t) {
+    return at::isFloatingType(t.scalar_type()) || at::isIntegralType(t.scalar_type(), /*includeBool=*/false);
+  }
+  bool gatherable(const std::vector<std::vector<at::Tensor>>& outputs, const std::vector<at::Tensor>& inputs) const {
+    if (inputs.size() != 1 || outputs.size() != 1 || static_cast<int>(outputs[0].size()) != size_ || !in_memory(inputs[0]))
+      return false;
+    for (const at::Tensor& o : outputs[0])
+      if (!in_memory(o) || o.numel() != inputs[0].numel() || o.scalar_type() != inputs[0].scalar_type()) return false;
+    return true;
+  }
+  // A message goes through the mailboxes where this group has them and they carry it:
+  // the sender's tensor and the receiver's buffer are the same size, so both ends agree.
+  bool by_message(const std::vector<at::Tensor>& tensors, int peer) const {
+    return messages_ && tensors.size() == 1 && tensors[0].device().is_cpu() &&
+           messages_->carries(peer, tensors[0].numel() * tensors[0].element_size());
+  }
+
+  at::Tensor slot(std::byte* set, int k, std::int64_t n, const at::Tensor& like) const {
+    return torch::from_blob(set + k * slot_bytes_, {n}, like.options());
+  }
+
+  // A collective over `numel` elements in pieces of at most a slot: for each piece, every
+  // member runs fill() (writes its slot), the barrier, then use() (reads the slots).
+  // Pieces alternate between the two sets of slots, so use() needs no barrier after it: a
+  // member writes a set again only after everyone has passed the next piece's barrier,
+  // which each reaches once it has read this one.
+  void in_pieces(std::int64_t numel, std::int64_t element_size, const std::string& what, const Piece& fill,
+                 const Piece& use) {
+    torch::NoGradGuard no_grad;
+    const std::int64_t per_piece = static_cast<std::int64_t>(slot_bytes_) / element_size;
+    // An empty tensor still takes one (empty) piece: every member meets the others.
+    const std::int64_t pieces = std::max<std::int64_t>(1, (numel + per_piece - 1) / per_piece);
+    for (std::int64_t i = 0; i < pieces; ++i) {
+      const std::int64_t start = i * per_piece, n = std::min(per_piece, numel - start);
+      std::byte* set = segment_->data() + (pieces_++ % 2) * (size_ + 1) * slot_bytes_;
+      fill(set, start, n);
+      if (start == 0) segment_->announce(numel);
+      segment_->barrier();
+      if (start == 0) check_same_size(numel, what);
+      use(set, start, n);
+    }
   }
 
   void all_reduce(at::Tensor& t, c10d::ReduceOp op) {
-    torch::NoGradGuard no_grad;
     const at::Tensor flat = t.view({-1});
-    const std::int64_t per_piece = static_cast<std::int64_t>(slot_bytes_) / t.element_size();
-    // An empty tensor still takes one (empty) piece: every member meets the others.
-    const std::int64_t pieces = std::max<std::int64_t>(1, (flat.numel() + per_piece - 1) / per_piece);
     const bool everyone_sums = flat.numel() * t.element_size() <= kEveryoneSumsBytes;
-    for (std::int64_t i = 0; i < pieces; ++i) {
-      const std::int64_t start = i * per_piece, n = std::min(per_piece, flat.numel() - start);
-      std::byte* set = segment_->data() + (pieces_++ % 2) * (size_ + 1) * slot_bytes_;
-      const auto area = [&](int k) { return torch::from_blob(set + k * slot_bytes_, {n}, t.options()); };
-      at::Tensor mine = flat.narrow(0, start, n);
-      area(rank_).copy_(mine);
-      if (start == 0) segment_->announce(flat.numel());
-      segment_->barrier();
-      if (start == 0) check_same_size(flat.numel());
-      if (everyone_sums) {  // every member sums the whole piece, straight into its tensor
-        reduce_into(mine, [&](int k) { return area(k); }, op);
-        continue;
-      }
-      // Part m of the piece: [n m / size, n (m + 1) / size).
-      const std::int64_t lo = n * rank_ / size_, hi = n * (rank_ + 1) / size_;
-      at::Tensor result = area(size_).narrow(0, lo, hi - lo);
-      reduce_into(result, [&](int k) { return area(k).narrow(0, lo, hi - lo); }, op);
-      segment_->barrier();
-      mine.copy_(area(size_));
-    }
+    in_pieces(
+        flat.numel(), t.element_size(), "all-reduce",
+        [&](std::byte* set, std::int64_t start, std::int64_t n) { slot(set, rank_, n, t).copy_(flat.narrow(0, start, n)); },
+        [&](std::byte* set, std::int64_t start, std::int64_t n) {
+          at::Tensor mine = flat.narrow(0, start, n);
+          if (everyone_sums) {  // every member sums the whole piece, straight into its tensor
+            reduce_into(mine, [&](int k) { return slot(set, k, n, t); }, op);
+            return;
+          }
+          // Part m of the piece, [n m / size, n (m + 1) / size), into the result area;
+          // once all parts are there, the whole area into every member's tensor.
+          const std::int64_t lo = n * rank_ / size_, hi = n * (rank_ + 1) / size_;
+          at::Tensor result = slot(set, size_, n, t).narrow(0, lo, hi - lo);
+          reduce_into(result, [&](int k) { return slot(set, k, n, t).narrow(0, lo, hi - lo); }, op);
+          segment_->barrier();
+          mine.copy_(slot(set, size_, n, t));
+        });
   }
 
   // out = part(0) op part(1) op ... op part(size - 1), in member order: every member that
@@ -113,12 +166,38 @@ class ShmBackend : public CommBackend {
     }
   }
 
+  // The root's tensor through its slot: one barrier per piece.
+  void broadcast(at::Tensor& t, int root) {
+    const at::Tensor flat = t.view({-1});
+    in_pieces(
+        flat.numel(), t.element_size(), "broadcast",
+        [&](std::byte* set, std::int64_t start, std::int64_t n) {
+          if (rank_ == root) slot(set, root, n, t).copy_(flat.narrow(0, start, n));
+        },
+        [&](std::byte* set, std::int64_t start, std::int64_t n) {
+          if (rank_ != root) flat.narrow(0, start, n).copy_(slot(set, root, n, t));
+        });
+  }
+
+  // Every member's input through its own slot into everyone's outputs: one barrier per piece.
+  void all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input) {
+    const at::Tensor flat = input.view({-1});
+    in_pieces(
+        flat.numel(), input.element_size(), "all-gather",
+        [&](std::byte* set, std::int64_t start, std::int64_t n) {
+          slot(set, rank_, n, input).copy_(flat.narrow(0, start, n));
+        },
+        [&](std::byte* set, std::int64_t start, std::int64_t n) {
+          for (int k = 0; k < size_; ++k) outputs[k].view({-1}).narrow(0, start, n).copy_(slot(set, k, n, input));
+        });
+  }
+
   // Members that disagree on the size would take different numbers of pieces and fall
   // out of step: every member sees the disagreement after the first barrier and stops.
-  void check_same_size(std::int64_t mine) const {
+  void check_same_size(std::int64_t mine, const std::string& what) const {
     for (int m = 0; m < size_; ++m)
       if (segment_->announced(m) != mine)
-        throw std::runtime_error("shared-memory all-reduce: this member has " + std::to_string(mine) +
+        throw std::runtime_error("shared-memory " + what + ": this member has " + std::to_string(mine) +
                                  " elements, member " + std::to_string(m) + " has " +
                                  std::to_string(segment_->announced(m)) + " (ranks disagree on a tensor's shape)");
   }
@@ -127,17 +206,19 @@ class ShmBackend : public CommBackend {
   c10::intrusive_ptr<CommBackend> gloo_;
   std::size_t slot_bytes_;
   std::uint64_t pieces_ = 0;
+  std::unique_ptr<ShmMessages> messages_;  // null: this group's messages go through Gloo
 };
 
 }  // namespace
 
 c10::intrusive_ptr<CommBackend> with_shared_memory(c10::intrusive_ptr<CommBackend> gloo, c10d::Store& store,
                                                    const std::vector<int>& ranks, int member,
-                                                   std::chrono::milliseconds timeout, bool spin) {
-  std::unique_ptr<ShmSegment> segment = ShmSegment::open(store, member, ranks, kSegmentBytes, timeout, spin);
-  if (!segment) return gloo;
+                                                   std::chrono::milliseconds timeout, bool spin, bool messages) {
   const int size = static_cast<int>(ranks.size());
-  return c10::make_intrusive<ShmBackend>(std::move(segment), std::move(gloo), member, size);
+  const std::size_t bytes = kCollectiveBytes + (messages ? ShmMessages::bytes(size) : 0);
+  std::unique_ptr<ShmSegment> segment = ShmSegment::open(store, member, ranks, bytes, timeout, spin);
+  if (!segment) return gloo;
+  return c10::make_intrusive<ShmBackend>(std::move(segment), std::move(gloo), member, size, messages);
 }
 
 }  // namespace quintnet::exec

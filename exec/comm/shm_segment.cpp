@@ -43,10 +43,12 @@ using Clock = std::chrono::steady_clock;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-std::uint64_t pid_namespace() {
+std::uint64_t namespace_of(const char* kind) {
   struct stat s {};
-  return ::stat("/proc/self/ns/pid", &s) == 0 ? static_cast<std::uint64_t>(s.st_ino) : 0;
+  return ::stat((std::string("/proc/self/ns/") + kind).c_str(), &s) == 0 ? static_cast<std::uint64_t>(s.st_ino) : 0;
 }
+
+std::uint64_t pid_namespace() { return namespace_of("pid"); }
 
 // Whether `pid` has ended: gone, or a zombie its parent has not reaped yet.
 bool has_ended(int pid) {
@@ -152,11 +154,16 @@ std::unique_ptr<ShmSegment> ShmSegment::open(c10d::Store& store, int member, con
     name = "/quintnet-" + std::to_string(::getpid()) + "-" + std::to_string(made++);
     const std::uint64_t nonce = std::random_device{}() * 4294967296ull + std::random_device{}();
     mapped = segment->create(name, nonce);
-    store.set("shm/name", as_bytes(mapped ? name + " " + std::to_string(nonce) : std::string()));
+    // Ranks in other network namespaces count as other hosts even where they could map
+    // it (containers, or the multi-node tests' namespaces sharing one /dev/shm): their
+    // bytes go through the network they were given.
+    store.set("shm/name", as_bytes(mapped ? name + " " + std::to_string(nonce) + " " + std::to_string(namespace_of("net"))
+                                          : std::string()));
   } else {
     std::istringstream published(text(store.get("shm/name")));
-    std::uint64_t nonce = 0;
-    mapped = static_cast<bool>(published >> name >> nonce) && segment->attach(name, nonce);
+    std::uint64_t nonce = 0, network = 0;
+    mapped = static_cast<bool>(published >> name >> nonce >> network) && network == namespace_of("net") &&
+             segment->attach(name, nonce);
   }
   if (mapped) segment->join();
   store.set("shm/mapped/" + std::to_string(member), as_bytes(mapped ? "1" : "0"));
@@ -206,6 +213,40 @@ void ShmSegment::wait_for(std::uint32_t target) {
     check_members_alive();
     if (now - start > timeout_)
       throw std::runtime_error("shared-memory collective: " + missing() + " did not arrive within " +
+                               std::to_string(timeout_.count() / 1000) + " s");
+  }
+}
+
+void ShmSegment::wake(std::atomic<std::uint32_t>& word) {
+  word.fetch_add(1, std::memory_order_acq_rel);
+  futex_wake_all(word);
+}
+
+void ShmSegment::wait_until(std::atomic<std::uint32_t>& word, const std::function<bool()>& ready, int peer,
+                            const std::string& what) const {
+  if (spin_)
+    for (int i = 0; i < 4000; ++i) {
+      if (ready()) return;
+      cpu_relax();
+    }
+  const auto start = Clock::now();
+  auto next_check = start + std::chrono::milliseconds(100);
+  const Member& other = member(peer);
+  for (;;) {
+    // Read the word before looking: a wake between the look and the sleep changes it,
+    // and the sleep then returns at once.
+    const std::uint32_t seen = word.load(std::memory_order_acquire);
+    if (ready()) return;
+    futex_wait(word, seen, std::chrono::milliseconds(50));
+    const auto now = Clock::now();
+    if (now < next_check) continue;
+    next_check = now + std::chrono::milliseconds(100);
+    if (ready()) return;
+    if (other.pid_namespace == pid_namespace() && has_ended(other.pid))
+      throw std::runtime_error(what + ": rank " + std::to_string(ranks_[peer]) + " (pid " + std::to_string(other.pid) +
+                               ") has ended");
+    if (now - start > timeout_)
+      throw std::runtime_error(what + ": nothing from rank " + std::to_string(ranks_[peer]) + " within " +
                                std::to_string(timeout_.count() / 1000) + " s");
   }
 }

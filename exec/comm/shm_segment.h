@@ -4,7 +4,7 @@
 //
 // Set-up goes through the group's store: member 0 creates the segment under a name of its
 // own, the others open it by that name and check its nonce (a member on another host finds
-// no such name), every member says whether it mapped it, and member 0 removes the name
+// no such name; one in another network namespace does not try), every member says whether it mapped it, and member 0 removes the name
 // once all have answered — nothing stays in /dev/shm, not even after a crash.  The memory
 // is reserved up front (posix_fallocate), so a full /dev/shm is a refusal at set-up
 // rather than a SIGBUS mid-run.  open() returns null on every member unless every member
@@ -15,9 +15,11 @@
 // is an error naming its rank, never a hang.
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +42,14 @@ class ShmSegment {
   // Returns once every member has called it as often as this one.  Throws
   // std::runtime_error naming the ranks that did not arrive.
   void barrier();
+
+  // Returns once ready() holds; meanwhile sleeps on `word`, which whoever makes ready()
+  // true bumps and wakes (wake()).  Throws std::runtime_error, starting with `what`, when
+  // member `peer`'s process has ended or the timeout passes first.  ready() may act (e.g.
+  // take a message); it runs in this thread only.
+  void wait_until(std::atomic<std::uint32_t>& word, const std::function<bool()>& ready, int peer,
+                  const std::string& what) const;
+  static void wake(std::atomic<std::uint32_t>& word);
 
   // A number every member announces before a barrier and reads back after it (e.g. a
   // collective's element count): what each member announced for the last barrier passed,

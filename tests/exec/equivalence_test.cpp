@@ -159,11 +159,11 @@ TEST(Equivalence, MicrobatchesSideBySideMatchSerial) {
   expect_equivalent(serial(4), side_by_side, "microbatches side by side", true);
 }
 
-// By default the all-reduces of ranks on one host go through shared memory
+// By default the collectives and pipeline messages of ranks on one host go through shared memory
 // (exec/comm/shm_backend.h); QN_COMM_BACKEND=gloo keeps every byte on Gloo's TCP.
 TEST(Equivalence, Full3D2x2x2MatchesSerial) {
   const Outcome shared = train("dp2tp2pp2", "[2, 2, 2]", 8);
-  EXPECT_NE(shared.log.find("communication: all-reduces of dp, pp, tp, world through shared memory"),
+  EXPECT_NE(shared.log.find("communication: shared memory (one host) for the collectives of dp, pp, tp, world and the messages of pp;"),
             std::string::npos) << shared.log;
   expect_equivalent(serial(2), shared, "dp=2 x tp=2 x pp=2");
 }
