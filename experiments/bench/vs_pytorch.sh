@@ -4,7 +4,7 @@
 # table of ratios: the ViT serial at 1 and 2 threads in fp32 and bf16, dp 2 (ours vs
 # DDP over Gloo, and against two independent half-batch runs side by side: dp 2's
 # ceiling on two cores; and against our own dp 2 with every byte over Gloo's TCP, the
-# all-reduces' shared memory switched off), pp 2 1F1B and the 2x2x2 mesh (against our
+# collectives' and messages' shared memory switched off), pp 2 1F1B and the 2x2x2 mesh (against our
 # serial, and the 2x2x2 against itself over Gloo alone), and the
 # small GPT-2 of the Brown config in tokens/s.  Each figure is the median of ROUNDS runs;
 # each run times its steps after the first 10.  "N threads" holds both sides to N cores:
@@ -61,7 +61,7 @@ ours_pair() { # ours_pair NAME CONFIG STEPS BATCH -> "summed rate first_loss": t
   wait "$a" && wait "$b" || exit 1
   awk '{ rate += $1; if (NR == 1) loss = $2 } END { printf "%.2f %s\n", rate, loss }' "$tmp/$1a.rate" "$tmp/$1b.rate"
 }
-over_gloo() { # over_gloo NAME ...: ours, every collective over Gloo's TCP (no shared memory)
+over_gloo() { # over_gloo NAME ...: ours, every collective and message over Gloo's TCP (no shared memory)
   QN_COMM_BACKEND=gloo ours "$@"
 }
 theirs() { # theirs NPROC THREADS CONFIG STEPS ARGS... -> "rate first_loss"
@@ -130,9 +130,9 @@ row("ViT serial bf16 vs our fp32", "ours_bf16", "ours_t1", ">= 1.4 (AMX / AVX512
 row("ViT dp 2 (vs DDP, 2 ranks x 1 thread)", "ours_dp2", "torch_dp2", ">= 1.2")
 row("ViT dp 2 vs our serial", "ours_dp2", "ours_t1", "(1.85 retired: 2 vCPUs)")
 row("ViT dp 2 vs two half-batch runs at once", "ours_dp2", "ours_half2", ">= 0.90")
-row("ViT dp 2, all-reduces in shared memory vs over Gloo's TCP", "ours_dp2", "ours_dp2_gloo", "")
+row("ViT dp 2, shared memory vs everything over Gloo's TCP", "ours_dp2", "ours_dp2_gloo", "")
 row("ViT pp 2 1F1B vs our serial", "ours_pp2", "ours_t1", ">= 1.25")
 row("ViT 2x2x2 (8 ranks) vs our serial", "ours_3d", "ours_t1", ">= 1.0")
-row("ViT 2x2x2, all-reduces in shared memory vs over Gloo's TCP", "ours_3d", "ours_3d_gloo", "")
+row("ViT 2x2x2, shared memory vs everything over Gloo's TCP", "ours_3d", "ours_3d_gloo", "")
 row("GPT-2 (Brown config) serial, 1 thread", "ours_gpt", "torch_gpt", ">= 1.8", "tokens/s")
 PY
