@@ -220,6 +220,12 @@ c10::intrusive_ptr<c10d::Work> Communicator::reduce_scatter_sum_async(Group& g, 
   }
 }
 
+bool Communicator::can_reduce_scatter(const Group& g, const torch::Tensor& t) const {
+  if (backend_ == Backend::Store) return true;
+  const bool shared_memory = g.backend && g.backend->getBackendName() == kShmBackendName;
+  return (shared_memory || has_reduce_scatter(backend_ == Backend::Nccl)) && !gloo_lacks_dtype(t);
+}
+
 bool Communicator::gloo_lacks_dtype(const torch::Tensor& t) const {
   // Gloo (LibTorch 1.13) has no bfloat16 arithmetic ("Invalid scalar type"); NCCL has.
   return device_ != core::Device::Cuda && t.scalar_type() == torch::kBFloat16;

@@ -70,11 +70,11 @@ class Communicator {
   void all_reduce_max(Group& g, torch::Tensor& t);
   c10::intrusive_ptr<c10d::Work> all_reduce_sum_async(Group& g, torch::Tensor& t);  // null for size 1
   // Reduce-scatter: `input`, g.size() equal parts in group order, summed over the group;
-  // this member's part into `output`.  Only where can_reduce_scatter(input).
+  // this member's part into `output`.  Only where can_reduce_scatter(g, input).
   c10::intrusive_ptr<c10d::Work> reduce_scatter_sum_async(Group& g, torch::Tensor& input, torch::Tensor& output);
-  bool can_reduce_scatter(const torch::Tensor& t) const {
-    return backend_ == Backend::Store || (has_reduce_scatter(backend_ == Backend::Nccl) && !gloo_lacks_dtype(t));
-  }
+  // NCCL, the store backend, shared memory on one host (exec/comm/shm_backend.h) and
+  // LibTorch 2's Gloo have one; bf16 on the CPU goes the all-reduce's fp32 way instead.
+  bool can_reduce_scatter(const Group& g, const torch::Tensor& t) const;
   // The groups' backend: NCCL (CUDA), Gloo (CPU) or Store (through host memory and the
   // rendezvous store, exec/comm/store_backend.h: where several ranks share a GPU, which
   // NCCL refuses, or QN_COMM_BACKEND=store).

@@ -76,11 +76,13 @@ class ShmBackend : public CommBackend {
     return c10::make_intrusive<DoneWork>();
   }
 
-  // Gloo's: LibTorch 1.13's Gloo has none, and ZeRO-1 then all-reduces instead.
   c10::intrusive_ptr<c10d::Work> reduce_scatter(
       std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
       const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override {
-    return gloo_->reduce_scatter(outputs, inputs, opts);
+    if (opts.reduceOp != c10d::ReduceOp::SUM || !scatterable(outputs, inputs))
+      return gloo_->reduce_scatter(outputs, inputs, opts);  // LibTorch 1.13's Gloo has none: it throws
+    reduce_scatter(outputs[0], inputs[0]);
+    return c10::make_intrusive<DoneWork>();
   }
 
  private:
@@ -96,6 +98,15 @@ class ShmBackend : public CommBackend {
       if (!in_memory(o) || o.numel() != inputs[0].numel() || o.scalar_type() != inputs[0].scalar_type()) return false;
     return true;
   }
+  bool scatterable(const std::vector<at::Tensor>& outputs, const std::vector<std::vector<at::Tensor>>& inputs) const {
+    if (outputs.size() != 1 || inputs.size() != 1 || static_cast<int>(inputs[0].size()) != size_ ||
+        !in_memory(outputs[0]) || !numeric(outputs[0]))
+      return false;
+    for (const at::Tensor& part : inputs[0])
+      if (!in_memory(part) || part.numel() != outputs[0].numel() || part.scalar_type() != outputs[0].scalar_type())
+        return false;
+    return true;
+  }
   // A message goes through the mailboxes where this group has them and they carry it:
   // the sender's tensor and the receiver's buffer are the same size, so both ends agree.
   bool by_message(const std::vector<at::Tensor>& tensors, int peer) const {
@@ -107,15 +118,15 @@ class ShmBackend : public CommBackend {
     return torch::from_blob(set + k * slot_bytes_, {n}, like.options());
   }
 
-  // A collective over `numel` elements in pieces of at most a slot: for each piece, every
+  // A collective over `numel` elements in pieces of at most `piece_bytes`: for each piece, every
   // member runs fill() (writes its slot), the barrier, then use() (reads the slots).
   // Pieces alternate between the two sets of slots, so use() needs no barrier after it: a
   // member writes a set again only after everyone has passed the next piece's barrier,
   // which each reaches once it has read this one.
-  void in_pieces(std::int64_t numel, std::int64_t element_size, const std::string& what, const Piece& fill,
-                 const Piece& use) {
+  void in_pieces(std::int64_t numel, std::int64_t element_size, std::int64_t piece_bytes, const std::string& what,
+                 const Piece& fill, const Piece& use) {
     torch::NoGradGuard no_grad;
-    const std::int64_t per_piece = static_cast<std::int64_t>(slot_bytes_) / element_size;
+    const std::int64_t per_piece = piece_bytes / element_size;
     // An empty tensor still takes one (empty) piece: every member meets the others.
     const std::int64_t pieces = std::max<std::int64_t>(1, (numel + per_piece - 1) / per_piece);
     for (std::int64_t i = 0; i < pieces; ++i) {
@@ -133,7 +144,7 @@ class ShmBackend : public CommBackend {
     const at::Tensor flat = t.view({-1});
     const bool everyone_sums = flat.numel() * t.element_size() <= kEveryoneSumsBytes;
     in_pieces(
-        flat.numel(), t.element_size(), "all-reduce",
+        flat.numel(), t.element_size(), slot_bytes_, "all-reduce",
         [&](std::byte* set, std::int64_t start, std::int64_t n) { slot(set, rank_, n, t).copy_(flat.narrow(0, start, n)); },
         [&](std::byte* set, std::int64_t start, std::int64_t n) {
           at::Tensor mine = flat.narrow(0, start, n);
@@ -170,7 +181,7 @@ class ShmBackend : public CommBackend {
   void broadcast(at::Tensor& t, int root) {
     const at::Tensor flat = t.view({-1});
     in_pieces(
-        flat.numel(), t.element_size(), "broadcast",
+        flat.numel(), t.element_size(), slot_bytes_, "broadcast",
         [&](std::byte* set, std::int64_t start, std::int64_t n) {
           if (rank_ == root) slot(set, root, n, t).copy_(flat.narrow(0, start, n));
         },
@@ -179,11 +190,30 @@ class ShmBackend : public CommBackend {
         });
   }
 
+  // Every member copies all its parts into its slot, one after another; member m sums part
+  // m over the slots, in member order, into its output: one barrier per piece, and the
+  // same bits as the all-reduce's part m.
+  void reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& parts) {
+    const at::Tensor out = output.view({-1});
+    const std::int64_t part_bytes_in_slot = static_cast<std::int64_t>(slot_bytes_) / size_ / 64 * 64;
+    in_pieces(
+        out.numel(), output.element_size(), part_bytes_in_slot, "reduce-scatter",
+        [&](std::byte* set, std::int64_t start, std::int64_t n) {
+          at::Tensor mine = slot(set, rank_, n * size_, output).view({size_, n});
+          for (int k = 0; k < size_; ++k) mine[k].copy_(parts[k].view({-1}).narrow(0, start, n));
+        },
+        [&](std::byte* set, std::int64_t start, std::int64_t n) {
+          at::Tensor result = out.narrow(0, start, n);
+          reduce_into(result, [&](int k) { return slot(set, k, n * size_, output).view({size_, n})[rank_]; },
+                      c10d::ReduceOp::SUM);
+        });
+  }
+
   // Every member's input through its own slot into everyone's outputs: one barrier per piece.
   void all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input) {
     const at::Tensor flat = input.view({-1});
     in_pieces(
-        flat.numel(), input.element_size(), "all-gather",
+        flat.numel(), input.element_size(), slot_bytes_, "all-gather",
         [&](std::byte* set, std::int64_t start, std::int64_t n) {
           slot(set, rank_, n, input).copy_(flat.narrow(0, start, n));
         },

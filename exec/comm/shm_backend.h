@@ -1,10 +1,10 @@
 #pragma once
 // ShmBackend — a CPU process group's collectives and messages through shared memory where
-// all its members run on one host: all-reduces (SUM, MAX), broadcasts, all-gathers and,
-// in groups that send messages, point-to-point messages between ring neighbours
-// (exec/comm/shm_messages.h).  Everything else — reduce-scatters, messages too large for a
-// mailbox slot, tensors that are not contiguous CPU tensors — goes through the Gloo group
-// it wraps, chosen alike on every member since it depends only on the call.
+// all its members run on one host: all-reduces (SUM, MAX), reduce-scatters (SUM),
+// broadcasts, all-gathers and, in groups that send messages, point-to-point messages
+// between ring neighbours (exec/comm/shm_messages.h).  Everything else — messages too
+// large for a mailbox slot, tensors that are not contiguous CPU tensors — goes through
+// the Gloo group it wraps, chosen alike on every member since it depends only on the call.
 //
 // Why: Gloo sends every byte through TCP, loopback included.  Two ranks all-reducing the
 // ViT's 1.6 MB gradient bucket on an idle 2-vCPU host: 2.9 ms, 1.9 ms of each rank's CPU
@@ -21,13 +21,15 @@
 // A small tensor (up to 256 KiB: tensor-parallel activations) skips steps 2 and 3's
 // barrier: after step 1 every member sums the whole piece over the slots, in member
 // order, into its own tensor.  A broadcast is the root's step 1 and everyone's copy out;
-// an all-gather every member's step 1 and everyone's copies out of every slot: one
-// barrier per piece.  Pieces alternate between two sets of slots, so no copy out needs
-// a barrier after it (a member writes that set again only after everyone has passed the
-// next piece's barrier, which each reaches once it has read this one).  Every element
-// is summed in member order, once or by every member alike, so every member holds the
-// same bits: replicas stay bitwise equal.  A call completes before it returns (the
-// calling thread does the copies — on a busy host its cores are the ones computing).
+// an all-gather every member's step 1 and everyone's copies out of every slot; a
+// reduce-scatter every member's step 1 with all its parts and member m's sum of part m
+// over the slots into its output: one barrier per piece.  Pieces alternate between two
+// sets of slots, so no copy out needs a barrier after it (a member writes that set again
+// only after everyone has passed the next piece's barrier, which each reaches once it has
+// read this one).  Every element is summed in member order, once or by every member
+// alike, so every member holds the same bits: replicas stay bitwise equal.  A call
+// completes before it returns (the calling thread does the copies — on a busy host its
+// cores are the ones computing).
 #include <chrono>
 #include <vector>
 

@@ -4,15 +4,16 @@
 //
 // Set-up goes through the group's store: member 0 creates the segment under a name of its
 // own, the others open it by that name and check its nonce (a member on another host finds
-// no such name; one in another network namespace does not try), every member says whether it mapped it, and member 0 removes the name
-// once all have answered — nothing stays in /dev/shm, not even after a crash.  The memory
-// is reserved up front (posix_fallocate), so a full /dev/shm is a refusal at set-up
-// rather than a SIGBUS mid-run.  open() returns null on every member unless every member
-// mapped it: a group decides as one.
+// no such name; one in another network namespace does not try), every member says whether
+// it mapped it, and member 0 removes the name once all have answered — nothing stays in
+// /dev/shm, not even after a crash.  The memory is reserved up front (posix_fallocate), so
+// a full /dev/shm is a refusal at set-up rather than a SIGBUS mid-run.  open() returns
+// null on every member unless every member mapped it: a group decides as one.
 //
 // The barrier spins briefly, then sleeps on a futex in the header (ranks may outnumber
-// cores).  A member that has not arrived within the timeout, or whose process has ended,
-// is an error naming its rank, never a hang.
+// cores); wait_until() does the same on any word of the segment, for waits between two
+// members (exec/comm/shm_messages.h).  A member that has not arrived within the timeout,
+// or whose process has ended, is an error naming its rank, never a hang.
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <atomic>

@@ -8,8 +8,8 @@
 // updated pieces are then all-gathered so that every replica holds the whole model for
 // the next forward.  Pieces follow the buckets, as in Megatron-LM's distributed
 // optimizer, so that the reduce-scatter of a bucket hands each rank exactly its piece
-// (GradBuckets::reduce_scatter_to; where the backend has none, LibTorch 1.13's Gloo, the
-// buckets are all-reduced — docs/EXECUTOR.md).
+// (GradBuckets::reduce_scatter_to; where the backend has none, LibTorch 1.13's Gloo
+// between hosts, the buckets are all-reduced — docs/EXECUTOR.md).
 #include <torch/torch.h>
 
 #include <cstdint>

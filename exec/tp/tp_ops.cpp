@@ -54,7 +54,7 @@ torch::Tensor all_gather_sequence(const torch::Tensor& x, const TpContext& tp) {
 }
 torch::Tensor reduce_scatter(const torch::Tensor& x, const TpContext& tp) {
   const auto start = TraceRecorder::Clock::now();
-  if (!tp.comm->can_reduce_scatter(x)) {  // LibTorch 1.13's Gloo: an all-reduce, then this rank's part
+  if (!tp.comm->can_reduce_scatter(*tp.group, x)) {  // LibTorch 1.13's Gloo, bf16: an all-reduce, then this rank's part
     torch::Tensor sum = x.contiguous().clone();
     tp.comm->all_reduce_sum(*tp.group, sum);
     torch::Tensor out = own_part(sum, tp);

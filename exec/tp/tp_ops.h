@@ -21,8 +21,9 @@
 //
 // A column-parallel layer then starts with gather_sequence, a row-parallel one ends with
 // reduce_scatter_sequence; the embedding's output is scattered and the head's input
-// gathered.  (Where the backend has no reduce-scatter — Gloo on LibTorch 1.13 — it is an
-// all-reduce of which each rank keeps its part: the same values, twice the bytes.)
+// gathered.  (Where the backend has no reduce-scatter — LibTorch 1.13's Gloo between
+// hosts — it is an all-reduce of which each rank keeps its part: the same values, twice
+// the bytes.)
 #include <torch/torch.h>
 
 #include "exec/comm/communicator.h"

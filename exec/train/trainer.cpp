@@ -310,7 +310,7 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
       // each needs its whole averaged gradient.
       std::vector<torch::Tensor> whole;
       if (r->pm->num_stages > 1 && (r->pm->is_first(c) || r->pm->is_last(c))) whole = chunk.model->tied_parameters();
-      if (comm_.can_reduce_scatter(chunk.flat->grads())) chunk.dp->reduce_scatter_to(shards, whole);
+      if (comm_.can_reduce_scatter(dp, chunk.flat->grads())) chunk.dp->reduce_scatter_to(shards, whole);
     }
     r->optimizers.push_back(std::make_unique<FlatAdamW>(*chunk.flat, p.weight_decay, std::move(shards)));
   }
@@ -345,7 +345,7 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
     r->log->message("optimizer state: " + std::to_string(bytes) + " bytes on this rank (zero_stage 1 over " + dp.name + " " +
                     std::to_string(dp.size()) + "; gradients " +
                     (dp.size() == 1             ? std::string("not averaged")
-                     : comm_.can_reduce_scatter(r->pm->chunks.front().flat->grads()) ? std::string("reduce-scattered")
+                     : comm_.can_reduce_scatter(dp, r->pm->chunks.front().flat->grads()) ? std::string("reduce-scattered")
                                                   : std::string("all-reduced: this backend has no reduce-scatter")) +
                     ")");
   }

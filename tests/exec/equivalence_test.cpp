@@ -227,9 +227,10 @@ double optimizer_state_bytes(const Outcome& o) {
 // bucket, updates those parameters and all-gathers the others: the serial run's losses
 // and parameters on dp 2 (one bucket, and ~30 buckets of 50 kB), dp 2 x tp 2 and 2x2x2,
 // and on 2x2x2 together with selective recomputation.  A dp 2 rank holds half of the
-// moments a dp 1 run holds.  With LibTorch 2 the gradients are reduce-scattered, so each
-// rank has only its pieces' averages: the gradient norm and the tied embedding (GPT-2's
-// test) must not read the rest.
+// moments a dp 1 run holds.  The gradients are reduce-scattered (through shared memory,
+// or LibTorch 2's Gloo), so each rank has only its pieces' averages: the gradient norm and
+// the tied embedding (GPT-2's test) must not read the rest.  Over LibTorch 1.13's Gloo
+// alone, which has no reduce-scatter, the buckets are all-reduced.
 TEST(Equivalence, ZeroOneMatchesSerial) {
   const std::string zero = "zero_stage: 1\n";
   const Outcome dp2 = train("dp2_zero", "[2, 1, 1]", 2, 2, "1f1b", 1, "--threads 1", zero);
@@ -237,10 +238,12 @@ TEST(Equivalence, ZeroOneMatchesSerial) {
   const Outcome one = train("dp1_zero", "[1, 1, 1]", 1, 2, "1f1b", 1, "--threads 1", zero);
   ASSERT_GT(optimizer_state_bytes(one), 0) << one.log;
   EXPECT_NEAR(optimizer_state_bytes(dp2) / optimizer_state_bytes(one), 0.5, 1e-4) << dp2.log;
-  // Gloo reduce-scatters from LibTorch 2 on; 1.13's has none, so the buckets are all-reduced.
-  EXPECT_NE(dp2.log.find(TORCH_VERSION_MAJOR >= 2 ? "gradients reduce-scattered" : "gradients all-reduced"),
+  EXPECT_NE(dp2.log.find("gradients reduce-scattered"), std::string::npos) << dp2.log;
+  const Outcome gloo = train("dp2_zero_gloo", "[2, 1, 1]", 2, 2, "1f1b", 1, "--threads 1", zero, "QN_COMM_BACKEND=gloo ");
+  EXPECT_NE(gloo.log.find(TORCH_VERSION_MAJOR >= 2 ? "gradients reduce-scattered" : "gradients all-reduced"),
             std::string::npos)
-      << dp2.log;
+      << gloo.log;
+  expect_equivalent(serial(2), gloo, "dp=2 zero-1 over Gloo alone");
   expect_equivalent(serial(2), train("dp2_zero_buckets", "[2, 1, 1]", 2, 2, "1f1b", 1, "--threads 1",
                                      zero + "bucket_size_mb: 0.05\n"),
                     "dp=2 zero-1, 50 kB buckets");

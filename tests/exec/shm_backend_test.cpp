@@ -152,6 +152,28 @@ TEST(ShmBackend, BroadcastsAndAllGathersGiveEveryMemberTheSameBits) {
   for (int m = 0; m < size; ++m) EXPECT_EQ(failures[m], "") << "member " << m;
 }
 
+// Reduce-scatters, empty to several pieces: member m's output is part m summed over the
+// members in member order — the same bits as part m of the all-reduce.
+TEST(ShmBackend, ReduceScattersGiveEachMemberItsPartOfTheSumInMemberOrder) {
+  const int size = 3;
+  const std::string path = store_path("reduce_scatter");
+  std::vector<std::string> failures(size);
+  on_members(size, [&](int member) {
+    auto group = shm_group(path, size, member, milliseconds(60000));
+    for (torch::ScalarType dtype : {torch::kFloat32, torch::kFloat64})
+      for (int64_t n : {0, 7, 300001}) {
+        std::vector<at::Tensor> outputs{torch::full({n}, -1, dtype)};
+        std::vector<std::vector<at::Tensor>> inputs{contribution(member, size * n, dtype).chunk(size)};
+        group->reduce_scatter(outputs, inputs)->wait();
+        torch::Tensor expected = contribution(0, size * n, dtype);
+        for (int k = 1; k < size; ++k) expected = expected + contribution(k, size * n, dtype);
+        if (!torch::equal(outputs[0], expected.chunk(size)[member]))
+          failures[member] += std::string(c10::toString(dtype)) + " n=" + std::to_string(n) + " differs; ";
+      }
+  });
+  for (int m = 0; m < size; ++m) EXPECT_EQ(failures[m], "") << "member " << m;
+}
+
 // Four members: each sends to both ring neighbours (through the mailboxes, or through
 // the wrapped backend when larger than a slot) and to the member across the ring (not a
 // neighbour: the wrapped backend), then receives them all.
