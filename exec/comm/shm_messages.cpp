@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <cstring>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -14,7 +13,7 @@ struct ShmMessages::Slot {
   std::atomic<std::uint32_t> full;
   std::int32_t tag;
   std::int64_t bytes;
-  std::uint64_t seq;  // the sender's count: the oldest of equal tags is taken first
+  std::uint64_t seq;  // the sender's count: the receiver takes them in this order
   char pad[40];
 };
 
@@ -36,7 +35,7 @@ std::size_t ShmMessages::bytes(int members) {
 }
 
 ShmMessages::ShmMessages(ShmSegment& segment, std::byte* region, int member, int members)
-    : segment_(segment), region_(region), member_(member), members_(members), sent_(members, 0) {}
+    : segment_(segment), region_(region), member_(member), members_(members), sent_(members, 0), received_(members, 0) {}
 
 int ShmMessages::mailbox(int from, int to) const {
   if (members_ == 2) return from != to ? from : -1;
@@ -72,11 +71,11 @@ void ShmMessages::send(const at::Tensor& t, int peer, int tag) {
       if (slot(box, i).full.load(std::memory_order_acquire) == 0) free = i;
     return free >= 0;
   };
-  if (!find_free())  // the peer has not taken kSlots messages yet: take its to us meanwhile
+  if (!find_free())  // the peer has not taken kSlots messages yet: set its to us aside meanwhile
     segment_.wait_until(
         doorbell(member_),
         [&] {
-          if (move_out_early(peer, std::numeric_limits<int>::min())) ShmSegment::wake(doorbell(peer));
+          for (int i; (i = next_in_order(peer)) >= 0;) set_aside(peer, i);
           return find_free();
         },
         peer, "shared-memory send to a full mailbox");
@@ -98,57 +97,58 @@ void ShmMessages::recv(at::Tensor& t, int peer, int tag) {
                                std::to_string(sent) + " bytes, the receive buffer " + std::to_string(bytes) +
                                " (ranks disagree on a message's shape)");
   };
-  const auto early = early_.find({peer, tag});
-  if (early != early_.end()) {
+  const auto from_early = [&] {
+    const auto early = early_.find({peer, tag});
+    if (early == early_.end()) return false;
     at::Tensor message = std::move(early->second.front());
     early->second.pop_front();
     if (early->second.empty()) early_.erase(early);
     check_size(message.numel());
     t.copy_(torch::from_blob(message.data_ptr(), t.sizes(), t.options()));
-    return;
-  }
+    return true;
+  };
   const int box = mailbox(peer, member_);
   const auto take = [&] {
-    int oldest = -1;
-    for (int i = 0; i < kSlots; ++i) {
-      const Slot& s = slot(box, i);
-      if (s.full.load(std::memory_order_acquire) == 1 && s.tag == tag && (oldest < 0 || s.seq < slot(box, oldest).seq))
-        oldest = i;
+    if (from_early()) return true;
+    // The peer's messages in the order it sent them: the wanted one straight into `t`,
+    // those before it aside (their own receives find them in early_).
+    for (int i; (i = next_in_order(peer)) >= 0;) {
+      Slot& s = slot(box, i);
+      if (s.tag != tag) {
+        set_aside(peer, i);
+        continue;
+      }
+      check_size(s.bytes);
+      t.copy_(torch::from_blob(data(box, i), t.sizes(), t.options()));
+      free_slot(peer, i);
+      return true;
     }
-    if (oldest < 0) {
-      // Not there: make room for it should the sender be waiting for a slot.
-      if (move_out_early(peer, tag)) ShmSegment::wake(doorbell(peer));
-      return false;
-    }
-    Slot& s = slot(box, oldest);
-    check_size(s.bytes);
-    t.copy_(torch::from_blob(data(box, oldest), t.sizes(), t.options()));
-    s.full.store(0, std::memory_order_release);
-    ShmSegment::wake(doorbell(peer));
-    return true;
+    return false;
   };
   segment_.wait_until(doorbell(member_), take, peer, "shared-memory receive");
 }
 
-bool ShmMessages::move_out_early(int peer, int keep) {
+int ShmMessages::next_in_order(int peer) const {
   const int box = mailbox(peer, member_);
-  bool moved = false;
-  // In sequence order, so that early_ keeps equal tags oldest first.
-  for (;;) {
-    int oldest = -1;
-    for (int i = 0; i < kSlots; ++i) {
-      const Slot& s = slot(box, i);
-      if (s.full.load(std::memory_order_acquire) == 1 && s.tag != keep && (oldest < 0 || s.seq < slot(box, oldest).seq))
-        oldest = i;
-    }
-    if (oldest < 0) return moved;
-    Slot& s = slot(box, oldest);
-    at::Tensor copy = torch::empty({s.bytes}, torch::kUInt8);
-    std::memcpy(copy.data_ptr(), data(box, oldest), static_cast<std::size_t>(s.bytes));
-    early_[{peer, s.tag}].push_back(std::move(copy));
-    s.full.store(0, std::memory_order_release);
-    moved = true;
+  for (int i = 0; i < kSlots; ++i) {
+    const Slot& s = slot(box, i);
+    if (s.full.load(std::memory_order_acquire) == 1 && s.seq == received_[peer]) return i;
   }
+  return -1;  // not sent yet (or not visible yet: slots fill in any order)
+}
+
+void ShmMessages::set_aside(int peer, int i) {
+  const Slot& s = slot(mailbox(peer, member_), i);
+  at::Tensor copy = torch::empty({s.bytes}, torch::kUInt8);
+  std::memcpy(copy.data_ptr(), data(mailbox(peer, member_), i), static_cast<std::size_t>(s.bytes));
+  early_[{peer, s.tag}].push_back(std::move(copy));
+  free_slot(peer, i);
+}
+
+void ShmMessages::free_slot(int peer, int i) {
+  slot(mailbox(peer, member_), i).full.store(0, std::memory_order_release);
+  ++received_[peer];
+  ShmSegment::wake(doorbell(peer));
 }
 
 }  // namespace quintnet::exec

@@ -8,9 +8,10 @@
 // one copy out.
 //
 // Each direction between neighbours (m → m ± 1 around the ring) has a mailbox of kSlots
-// slots of slot_bytes() each.  send() copies the tensor into a free slot, marks it with
+// slots of kSlotBytes each.  send() copies the tensor into a free slot, marks it with
 // its tag and a sequence number, and rings the receiver's doorbell; recv() takes the
-// oldest slot with its tag.  A message is in the mailbox as soon as send() returns, so
+// sender's messages in sequence order, the one with its tag into its tensor and any
+// before it aside, as Gloo matches tags (first sent, first received).  A message is in the mailbox as soon as send() returns, so
 // send() completes on its own, as Gloo's does from the caller's view.  A member waiting
 // in send() (its mailbox full) or in recv() (its message not there yet) first moves the
 // messages waiting for it out of the slots into its own memory: two neighbours sending
@@ -57,14 +58,18 @@ class ShmMessages {
   Slot& slot(int box, int i) const;
   std::byte* data(int box, int i) const;
   std::atomic<std::uint32_t>& doorbell(int member) const;
-  // Moves every message waiting in the mailbox from `peer` whose tag is not `keep` into
-  // early_; returns whether it moved any.
-  bool move_out_early(int peer, int keep);
+  // The slot of the next message from `peer` in its sending order, or -1.  Messages are
+  // taken in that order only: a scan for "the oldest with this tag" could miss one the
+  // peer sent earlier into a slot scanned before it filled, and take a later one.
+  int next_in_order(int peer) const;
+  void set_aside(int peer, int slot);  // into early_, and frees the slot
+  void free_slot(int peer, int slot);  // counts the message taken, wakes the peer
 
   ShmSegment& segment_;
   std::byte* region_;
   int member_, members_;
-  std::vector<std::uint64_t> sent_;  // per peer: messages sent so far (each slot's sequence number)
+  std::vector<std::uint64_t> sent_;      // per peer: messages sent so far (each slot's sequence number)
+  std::vector<std::uint64_t> received_;  // per peer: messages taken out of its mailbox so far
   // Messages taken out of the slots before they were asked for, by (peer, tag), oldest first.
   std::map<std::pair<int, int>, std::deque<at::Tensor>> early_;
 };
