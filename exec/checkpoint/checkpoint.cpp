@@ -85,6 +85,7 @@ void warn_about_plan_changes(const nlohmann::json& saved, const nlohmann::json& 
 
 std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, ParallelModel& pm,
                                    const Optimizers& optimizers, Manifest progress) const {
+  for (const auto& optimizer : optimizers) optimizer->gather_masters();  // a shard stores whole masters
   const fs::path final_dir = fs::path(run_dir_) / step_dir_name(progress.step);
   const fs::path partial = fs::path(run_dir_) / (step_dir_name(progress.step) + ".partial");
   const int rank = comm.rank();

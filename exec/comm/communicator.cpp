@@ -274,7 +274,9 @@ void Communicator::broadcast(Group& g, torch::Tensor& t, int root_index) {
 
 torch::Tensor Communicator::all_gather(Group& g, const torch::Tensor& t, int64_t dim) {
   if (!g.backend) return t;
-  if (gloo_lacks_dtype(t)) return all_gather(g, t.to(torch::kFloat32), dim).to(t.scalar_type());
+  // Gloo has no bfloat16, yet a gather moves bytes only: gathered as those (viewing
+  // keeps each element's bytes together along `dim`, the last one too).
+  if (gloo_lacks_dtype(t)) return all_gather(g, t.contiguous().view(torch::kUInt8), dim).view(t.scalar_type());
   std::vector<at::Tensor> input{t.contiguous()};
   std::vector<std::vector<at::Tensor>> output(1);
   for (int i = 0; i < g.size(); ++i) output[0].push_back(torch::empty_like(input[0]));

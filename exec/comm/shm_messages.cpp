@@ -97,7 +97,7 @@ void ShmMessages::recv(at::Tensor& t, int peer, int tag) {
                                std::to_string(sent) + " bytes, the receive buffer " + std::to_string(bytes) +
                                " (ranks disagree on a message's shape)");
   };
-  const auto from_early = [&] {
+  const auto from_early = [&] {  // a message this rank set aside while waiting in an earlier send or receive
     const auto early = early_.find({peer, tag});
     if (early == early_.end()) return false;
     at::Tensor message = std::move(early->second.front());
@@ -107,9 +107,11 @@ void ShmMessages::recv(at::Tensor& t, int peer, int tag) {
     t.copy_(torch::from_blob(message.data_ptr(), t.sizes(), t.options()));
     return true;
   };
+  // Only this rank's own waits set messages aside, so the wanted one is either there
+  // already or still to come through the mailbox.
+  if (from_early()) return;
   const int box = mailbox(peer, member_);
   const auto take = [&] {
-    if (from_early()) return true;
     // The peer's messages in the order it sent them: the wanted one straight into `t`,
     // those before it aside (their own receives find them in early_).
     for (int i; (i = next_in_order(peer)) >= 0;) {

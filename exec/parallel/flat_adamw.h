@@ -20,7 +20,8 @@ class ZeroShards;
 //  - fused: LibTorch 2.x's _fused_adamw_, one kernel reading each element once, which
 //    also skips the step on the device when told to (the GPU's: no host round trip).
 // With ZeRO-1 shards (plan `zero_stage: 1`) it keeps the moments of this dp rank's
-// pieces only, updates those parameters and all-gathers the rest from the other ranks.
+// pieces only, updates those parameters and all-gathers the rest from the other ranks
+// (under bf16 weights: the bf16 weights; see gather_masters()).
 class FlatAdamW {
  public:
   enum class Kernel { Automatic, Flat, Fused };  // Automatic: fused on CUDA where LibTorch has it
@@ -30,6 +31,11 @@ class FlatAdamW {
   // parameters, moments and the step count as they were — decided on the device by the
   // fused kernel; the flat one reads it, which costs nothing on the CPU.
   void step(double lr, const torch::Tensor& skip = {});
+  // Under ZeRO-1 with bf16 weights a step gathers the other ranks' pieces as bf16
+  // weights only, and this rank's masters of those pieces fall behind.  Collective over
+  // dp: gathers them, before a checkpoint or the final parameters read params().
+  // Nothing (and no communication) where they are whole.
+  void gather_masters();
   bool fused() const { return fused_; }
   static bool fused_available();  // LibTorch has _fused_adamw_ (2.4 and later: CPU and CUDA)
 
@@ -53,6 +59,7 @@ class FlatAdamW {
   FlatParameters& flat_;
   double weight_decay_, beta1_, beta2_, eps_;
   std::shared_ptr<ZeroShards> shards_;  // null: this rank updates every parameter
+  bool masters_behind_ = false;         // the other ranks' pieces of params() are older than the weights
   bool fused_ = false;
   long step_ = 0;                  // the flat kernel's count
   torch::Tensor device_steps_;     // the fused kernel's: a float on the device, as it reads it

@@ -347,6 +347,9 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
                     (dp.size() == 1             ? std::string("not averaged")
                      : comm_.can_reduce_scatter(dp, r->pm->chunks.front().flat->grads()) ? std::string("reduce-scattered")
                                                   : std::string("all-reduced: this backend has no reduce-scatter")) +
+                    (dp.size() > 1 && p.precision == core::Precision::Bf16Weights
+                         ? "; updated parameters gathered as bf16 weights, the fp32 masters only for checkpoints"
+                         : "") +
                     ")");
   }
   r->checkpoints = std::make_unique<Checkpointer>(p, comm_, options_);
@@ -480,7 +483,10 @@ TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
   r.result.wall_s = seconds_since(t0);
   r.result.samples_per_s = r.samples_done / std::max(1e-9, seconds_since(r.train_start));
 
-  if (!options_.save_params_path.empty()) save_params(*r.pm);
+  if (!options_.save_params_path.empty()) {
+    for (auto& opt : r.optimizers) opt->gather_masters();
+    save_params(*r.pm);
+  }
   auto probe_batch = [&] {
     return context_part(comm_, r.data->train_batch(r.sampler.microbatch(0, 0, dp.rank, dp.size(), 0, p.microbatches()), device_));
   };

@@ -5,7 +5,8 @@
 // parameters the run itself writes; damaged checkpoints are refused with a message.
 // ZeRO-1 (optimizer state split over dp, on disk too): resuming on the same mesh is
 // bitwise, and its checkpoint continues on dp 4 and dp 1 with the uninterrupted run's losses.
-// Under bf16 weights a checkpoint holds the fp32 masters, and resuming is bitwise too.
+// Under bf16 weights a checkpoint holds the fp32 masters (gathered first under ZeRO-1),
+// and resuming is bitwise too.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -247,6 +248,40 @@ TEST(Checkpoint, Bf16WeightsResumeBitwiseFromTheFp32Masters) {
   auto again = train(config, 2, "--metrics " + d + "/resumed.jsonl --resume " + d + "/run");
   ASSERT_EQ(again.code, 0) << again.err;
   const auto resumed = losses(d + "/resumed.jsonl");
+  ASSERT_EQ(resumed.size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(resumed[i], ref[5 + i]) << "step " << i + 6 << " after resuming";
+}
+
+// ZeRO-1 under bf16 weights: a step gathers the updated pieces as bf16 weights only (half
+// the bytes of the fp32 masters), and the masters of the other rank's pieces are gathered
+// when a checkpoint is written.  So the run is the dp 2 run without ZeRO-1 bit for bit
+// (two gradients add up alike either way), both ranks' shards hold the whole masters, that
+// run's to the bit (a rank's stale pieces would differ), and resuming is bitwise.
+TEST(Checkpoint, Bf16WeightsUnderZeroOneGatherTheMastersForTheCheckpoint) {
+  const std::string whole = plan("ckpt_bf16w_dp2", "[2, 1, 1]", "precision: bf16_weights\n");
+  const std::string sharded = plan("ckpt_bf16w_zero", "[2, 1, 1]", "precision: bf16_weights\nzero_stage: 1\n");
+  const std::string dw = dir_for("bf16w_dp2"), dz = dir_for("bf16w_zero");
+  const auto ref = straight_losses_and_checkpoint_at_five(whole, 2, dw);
+  const auto zero = straight_losses_and_checkpoint_at_five(sharded, 2, dz);
+  ASSERT_EQ(ref.size(), 10u);
+  ASSERT_EQ(zero.size(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(zero[i], ref[i]) << "step " << i + 1;
+  const auto expected = load_params({dw + "/run/step-00000005/rank-00000.pt"});
+  for (const std::string rank : {"rank-00000.pt", "rank-00001.pt"}) {
+    const auto saved = load_params({dz + "/run/step-00000005/" + rank});
+    int compared = 0;
+    for (const auto& [key, t] : expected) {
+      if (key.rfind("param/", 0) != 0) continue;
+      ASSERT_TRUE(saved.count(key)) << rank << " " << key;
+      EXPECT_TRUE(torch::equal(saved.at(key), t)) << rank << " " << key << ": masters not gathered";
+      ++compared;
+    }
+    EXPECT_GT(compared, 10) << rank;
+  }
+  auto again = train(sharded, 2, "--metrics " + dz + "/resumed.jsonl --resume " + dz + "/run");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE((again.out + again.err).find("gathered as bf16 weights"), std::string::npos) << again.out << again.err;
+  const auto resumed = losses(dz + "/resumed.jsonl");
   ASSERT_EQ(resumed.size(), 5u);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(resumed[i], ref[5 + i]) << "step " << i + 6 << " after resuming";
 }
