@@ -11,8 +11,9 @@
 // slots of kSlotBytes each.  send() copies the tensor into a free slot, marks it with
 // its tag and a sequence number, and rings the receiver's doorbell; recv() takes the
 // sender's messages in sequence order, the one with its tag into its tensor and any
-// before it aside, as Gloo matches tags (first sent, first received).  A message is in the mailbox as soon as send() returns, so
-// send() completes on its own, as Gloo's does from the caller's view.  A member waiting
+// before it aside, as Gloo matches tags (first sent, first received).  A message is in
+// the mailbox as soon as send() returns, so send() completes on its own, as Gloo's does
+// from the caller's view.  A member waiting
 // in send() (its mailbox full) or in recv() (its message not there yet) first moves the
 // messages waiting for it out of the slots into its own memory: two neighbours sending
 // each other more than kSlots messages at once still never wait for each other.

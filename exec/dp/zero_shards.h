@@ -35,6 +35,9 @@ class ZeroShards {
 
   // Collective over dp: every rank's pieces into `flat`.
   void all_gather(torch::Tensor& flat) const;
+  // Collective over dp: every rank's `shard` (its pieces, as take() returns them, in any
+  // dtype) into their places in `out`, a buffer shaped like the flat one — this rank's too.
+  void gather_into(const torch::Tensor& shard, torch::Tensor& out) const;
 
   // This rank's pieces as ranges of the flat buffer, in the order take() concatenates them.
   std::vector<Range> pieces() const;
@@ -44,10 +47,6 @@ class ZeroShards {
   torch::Tensor owned(const torch::Tensor& flat) const;
 
  private:
-  // Collective over dp: every rank's `shard` (its pieces, as take() returns them) into
-  // their places in `out`, a buffer shaped like the flat one.
-  void gather_into(const torch::Tensor& shard, torch::Tensor& out) const;
-
   std::vector<Range> buckets_;
   std::vector<std::int64_t> piece_size_;  // per bucket: ceil(numel / dp)
   std::int64_t padded_ = 0;               // Σ piece_size_: what each rank sends in the all-gather

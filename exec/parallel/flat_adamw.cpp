@@ -49,18 +49,17 @@ void FlatAdamW::step(double lr, const torch::Tensor& skip) {
   } else {
     torch::Tensor p = shards_->take(flat_.params());
     update(p, shards_->take(flat_.grads()), lr, skip);
-    shards_->put(p, flat_.params());
     if (flat_.separate_weights()) {
       // What the next forward needs is the bf16 copy: this rank casts its pieces and
       // gathers the others' (half the bytes of the fp32 masters, as Megatron-LM's
       // distributed optimizer); the masters of those pieces wait for gather_masters().
+      shards_->put(p, flat_.params());
       torch::Tensor weights = flat_.weights();
-      shards_->put(p.to(weights.scalar_type()), weights);
-      shards_->all_gather(weights);
+      shards_->gather_into(p.to(weights.scalar_type()), weights);
       masters_behind_ = true;
       return;
     }
-    shards_->all_gather(flat_.params());
+    shards_->gather_into(p, flat_.params());
   }
   // Under bf16 weights the model computes with a bf16 copy of the masters (a skipped
   // step leaves the masters, so the copy too, as they were).
