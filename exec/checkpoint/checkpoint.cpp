@@ -85,7 +85,6 @@ void warn_about_plan_changes(const nlohmann::json& saved, const nlohmann::json& 
 
 std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, ParallelModel& pm,
                                    const Optimizers& optimizers, Manifest progress) const {
-  for (const auto& optimizer : optimizers) optimizer->gather_masters();  // a shard stores whole masters
   const fs::path final_dir = fs::path(run_dir_) / step_dir_name(progress.step);
   const fs::path partial = fs::path(run_dir_) / (step_dir_name(progress.step) + ".partial");
   const int rank = comm.rank();
@@ -110,10 +109,12 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
     FlatParameters& flat = *pm.chunks[c].flat;
     const std::vector<FlatAdamW::MomentPiece> pieces = optimizers[c]->moment_pieces();
+    // Whole on every shard (under ZeRO-1 with bf16 weights gathered from the dp ranks).
+    torch::Tensor masters = optimizers[c]->whole_masters();
     for (const auto& slot : flat.slots()) {
       info.tensors.push_back(slot.name);
       // Cloned: pickling a view would store its whole flat buffer.
-      dict.insert("param/" + slot.name, slot_view(flat.params(), slot).clone().cpu());
+      dict.insert("param/" + slot.name, slot_view(masters, slot).clone().cpu());
       insert_moments(dict, slot, pieces);
     }
   }
@@ -198,8 +199,10 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
     FlatParameters& flat = *pm.chunks[c].flat;
     FlatAdamW& opt = *optimizers[c];
     const auto dims = tp_shard_dims(*pm.chunks[c].model);
-    torch::Tensor exp_avg = torch::empty_like(flat.params()), exp_avg_sq = torch::empty_like(flat.params());
-    std::vector<torch::Tensor*> buffers = {&flat.params(), &exp_avg, &exp_avg_sq};
+    // The whole buffer's masters and moments (fp32, shaped like the gradient buffer).
+    torch::Tensor masters = torch::empty_like(flat.grads()), exp_avg = torch::empty_like(masters),
+                  exp_avg_sq = torch::empty_like(masters);
+    std::vector<torch::Tensor*> buffers = {&masters, &exp_avg, &exp_avg_sq};
     for (const auto& slot : flat.slots())
       for (size_t k = 0; k < kStateKinds.size(); ++k) {
         const std::string key = kStateKinds[k] + slot.name;
@@ -213,8 +216,7 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
         }
         copy_into(slot_view(*buffers[k], slot), value, key);
       }
-    flat.refresh_weights();  // the masters were loaded; bf16 weights follow them
-    opt.load_whole_moments(exp_avg, exp_avg_sq);  // ZeRO-1: keeps this dp rank's pieces
+    opt.load_whole_state(masters, exp_avg, exp_avg_sq);  // ZeRO-1: keeps this dp rank's pieces
     opt.set_steps(m.step);
   }
   // The RNG streams belong to ranks; on another mesh they are not carried over.

@@ -1,5 +1,7 @@
 #include "exec/dp/flat_parameters.h"
 
+#include <stdexcept>
+
 namespace quintnet::exec {
 
 FlatParameters::FlatParameters(torch::nn::Module& model, const std::map<std::string, int>& sharded,
@@ -16,7 +18,8 @@ FlatParameters::FlatParameters(torch::nn::Module& model, const std::map<std::str
   grads_ = torch::zeros({total}, options);
   torch::NoGradGuard no_grad;
   for (Slot& s : slots_) params_.narrow(0, s.offset, s.numel).view(s.param.sizes()).copy_(s.param);
-  weights_ = weight_dtype == params_.scalar_type() ? params_ : params_.to(weight_dtype);
+  separate_ = weight_dtype != params_.scalar_type();
+  weights_ = separate_ ? params_.to(weight_dtype) : params_;
   for (Slot& s : slots_) {
     s.param.set_data(weights_.narrow(0, s.offset, s.numel).view(s.param.sizes()));
     // A defined gradient is accumulated into in place by autograd: into our buffer (an
@@ -30,15 +33,36 @@ FlatParameters::FlatParameters(torch::nn::Module& model, const std::map<std::str
   }
 }
 
-void FlatParameters::refresh_weights() {
-  if (!separate_weights()) return;
-  torch::NoGradGuard no_grad;
-  weights_.copy_(params_);
+torch::Tensor& FlatParameters::params() {
+  if (!holds_masters())
+    throw std::logic_error("FlatParameters: the master weights were handed over to the optimizer (ZeRO-1)");
+  return params_;
 }
 
-std::map<std::string, torch::Tensor> FlatParameters::masters() {
+void FlatParameters::refresh_weights() {
+  if (!separate_) return;
+  torch::NoGradGuard no_grad;
+  weights_.copy_(params());
+}
+
+void FlatParameters::hand_over_masters() {
+  if (!separate_) throw std::logic_error("FlatParameters: the masters are the weights; nothing to hand over");
+  params_ = torch::Tensor();
+}
+
+void FlatParameters::load_masters(const torch::Tensor& whole) {
+  torch::NoGradGuard no_grad;
+  if (holds_masters()) {
+    params_.copy_(whole);
+    refresh_weights();
+  } else {
+    weights_.copy_(whole);  // one cast, as refresh_weights()
+  }
+}
+
+std::map<std::string, torch::Tensor> FlatParameters::slot_views(const torch::Tensor& buffer) const {
   std::map<std::string, torch::Tensor> out;
-  for (const Slot& s : slots_) out[s.name] = params_.narrow(0, s.offset, s.numel).view(s.param.sizes());
+  for (const Slot& s : slots_) out[s.name] = buffer.narrow(0, s.offset, s.numel).view(s.param.sizes());
   return out;
 }
 

@@ -15,7 +15,9 @@
 // Gradients stay fp32 too: the model's bf16 parameters keep fp32 views of grads() as
 // their gradients, and autograd adds each bf16 gradient into them in place (in fp32, as
 // Megatron-LM's main_grad), so microbatches and DP all-reduces accumulate in fp32.
-// Whoever changes params() calls refresh_weights() after.
+// Whoever changes params() calls refresh_weights() after.  Under ZeRO-1 the optimizer
+// takes the masters over (hand_over_masters(): it keeps this dp rank's pieces, as
+// Megatron-LM's distributed optimizer) and params() is gone.
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -46,13 +48,21 @@ class FlatParameters {
   FlatParameters(torch::nn::Module& model, const std::map<std::string, int>& sharded,
                  torch::ScalarType weight_dtype = torch::kFloat32);
 
-  torch::Tensor& params() { return params_; }  // fp32: the master weights under bf16 weights
+  // fp32: the master weights under bf16 weights.  Throws once handed over.
+  torch::Tensor& params();
   const torch::Tensor& weights() const { return weights_; }  // what the model's parameters view
-  bool separate_weights() const { return !weights_.is_same(params_); }
+  bool separate_weights() const { return separate_; }
   // Copies params() into the bf16 weights (one cast); nothing when they are one buffer.
   void refresh_weights();
-  // Each parameter's part of params(), by name, shaped like it (the fp32 masters).
-  std::map<std::string, torch::Tensor> masters();
+  // Under bf16 weights: frees params(), whose values the caller (the optimizer) keeps.
+  void hand_over_masters();
+  bool holds_masters() const { return params_.defined(); }
+  // Sets the parameters from fp32 values of the whole buffer: params() and the bf16
+  // weights, or the weights alone once the masters are handed over.
+  void load_masters(const torch::Tensor& whole);
+  // Each parameter's part of a buffer laid out like params() (e.g. the masters), by name,
+  // shaped like the parameter.
+  std::map<std::string, torch::Tensor> slot_views(const torch::Tensor& buffer) const;
   torch::Tensor& grads() { return grads_; }
   const std::vector<Slot>& slots() const { return slots_; }
   // The elements of tensor-parallel shards, and the rest — replicated on every tp rank —
@@ -64,6 +74,7 @@ class FlatParameters {
 
  private:
   torch::Tensor params_, weights_, grads_;
+  bool separate_ = false;  // weights_ is a bf16 copy of params_, not params_ itself
   std::vector<Slot> slots_;
   std::vector<FlatRange> sharded_ranges_, replicated_ranges_;
 };

@@ -28,29 +28,10 @@ torch::Tensor ZeroShards::take(const torch::Tensor& flat) const {
   return torch::cat(pieces);
 }
 
-void ZeroShards::put(const torch::Tensor& shard, torch::Tensor& flat) const {
-  std::int64_t at = 0;
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const Range r = piece(b, dp_.rank);
-    flat.narrow(0, r.offset, r.numel).copy_(shard.narrow(0, at, r.numel));
-    at += r.numel;
-  }
-}
-
 std::vector<ZeroShards::Range> ZeroShards::pieces() const {
   std::vector<Range> mine;
   for (std::size_t b = 0; b < buckets_.size(); ++b) mine.push_back(piece(b, dp_.rank));
   return mine;
-}
-
-torch::Tensor ZeroShards::owned(const torch::Tensor& flat) const {
-  torch::Tensor out = torch::zeros_like(flat);
-  for (const Range& r : pieces()) out.narrow(0, r.offset, r.numel).copy_(flat.narrow(0, r.offset, r.numel));
-  return out;
-}
-
-void ZeroShards::all_gather(torch::Tensor& flat) const {
-  gather_into(take(flat), flat);  // take() copies: `flat` may be overwritten
 }
 
 void ZeroShards::gather_into(const torch::Tensor& shard, torch::Tensor& out) const {

@@ -29,12 +29,9 @@ class ZeroShards {
 
   std::int64_t numel() const { return numel_; }  // elements this rank owns
 
-  // This rank's pieces of a flat buffer, one after another (a copy), and back.
+  // This rank's pieces of a flat buffer, one after another (a copy).
   torch::Tensor take(const torch::Tensor& flat) const;
-  void put(const torch::Tensor& shard, torch::Tensor& flat) const;
 
-  // Collective over dp: every rank's pieces into `flat`.
-  void all_gather(torch::Tensor& flat) const;
   // Collective over dp: every rank's `shard` (its pieces, as take() returns them, in any
   // dtype) into their places in `out`, a buffer shaped like the flat one — this rank's too.
   void gather_into(const torch::Tensor& shard, torch::Tensor& out) const;
@@ -43,8 +40,6 @@ class ZeroShards {
   std::vector<Range> pieces() const;
   Range piece(std::size_t bucket, int dp_rank) const;  // offset into the flat buffer
   std::int64_t piece_size(std::size_t bucket) const { return piece_size_[bucket]; }  // before trimming
-  // A copy of `flat` with everything but this rank's pieces zeroed.
-  torch::Tensor owned(const torch::Tensor& flat) const;
 
  private:
   std::vector<Range> buckets_;

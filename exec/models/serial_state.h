@@ -28,7 +28,7 @@ void load_serial_state(torch::nn::Module& model, const SerialState& state, const
 // The serial parameters of `model` (or, with `gradients`, their gradients), gathering
 // shards over the tp group.  `values`: this rank's tensors to read instead of the
 // model's own, by parameter name — the fp32 master weights under bf16 weights
-// (FlatParameters::masters()), so a saved run keeps its full precision.
+// (FlatAdamW::whole_masters()), so a saved run keeps its full precision.
 SerialState gather_serial_state(torch::nn::Module& model, const TpContext& tp, bool gradients = false,
                                 const SerialState* values = nullptr);
 

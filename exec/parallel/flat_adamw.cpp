@@ -29,6 +29,10 @@ FlatAdamW::FlatAdamW(FlatParameters& flat, double weight_decay, std::shared_ptr<
   exp_avg_ = torch::zeros({held}, options);
   exp_avg_sq_ = torch::zeros({held}, options);
   if (fused_) device_steps_ = torch::zeros({}, options.dtype(torch::kFloat32));
+  if (shards_ && flat.separate_weights()) {
+    master_pieces_ = shards_->take(flat.params());
+    flat.hand_over_masters();
+  }
 }
 
 long FlatAdamW::steps() const { return fused_ ? std::lround(device_steps_.item<double>()) : step_; }
@@ -46,19 +50,17 @@ void FlatAdamW::step(double lr, const torch::Tensor& skip) {
   }
   if (!shards_) {
     update(flat_.params(), flat_.grads(), lr, skip);
+  } else if (master_pieces_.defined()) {
+    // What the next forward needs is the bf16 copy: this rank casts its updated pieces
+    // and gathers the others' (half the bytes of fp32 masters; a skipped step gathers the
+    // weights as they were).
+    update(master_pieces_, shards_->take(flat_.grads()), lr, skip);
+    torch::Tensor weights = flat_.weights();
+    shards_->gather_into(master_pieces_.to(weights.scalar_type()), weights);
+    return;
   } else {
     torch::Tensor p = shards_->take(flat_.params());
     update(p, shards_->take(flat_.grads()), lr, skip);
-    if (flat_.separate_weights()) {
-      // What the next forward needs is the bf16 copy: this rank casts its pieces and
-      // gathers the others' (half the bytes of the fp32 masters, as Megatron-LM's
-      // distributed optimizer); the masters of those pieces wait for gather_masters().
-      shards_->put(p, flat_.params());
-      torch::Tensor weights = flat_.weights();
-      shards_->gather_into(p.to(weights.scalar_type()), weights);
-      masters_behind_ = true;
-      return;
-    }
     shards_->gather_into(p, flat_.params());
   }
   // Under bf16 weights the model computes with a bf16 copy of the masters (a skipped
@@ -66,10 +68,11 @@ void FlatAdamW::step(double lr, const torch::Tensor& skip) {
   flat_.refresh_weights();
 }
 
-void FlatAdamW::gather_masters() {
-  if (!masters_behind_) return;
-  shards_->all_gather(flat_.params());
-  masters_behind_ = false;
+torch::Tensor FlatAdamW::whole_masters() {
+  if (!master_pieces_.defined()) return flat_.params();
+  torch::Tensor whole = torch::empty_like(flat_.grads());  // fp32, shaped like the buffer
+  shards_->gather_into(master_pieces_, whole);
+  return whole;
 }
 
 void FlatAdamW::update(torch::Tensor& p, const torch::Tensor& g, double lr, const torch::Tensor& skip) {
@@ -108,14 +111,20 @@ std::vector<FlatAdamW::MomentPiece> FlatAdamW::moment_pieces() const {
   return pieces;
 }
 
-void FlatAdamW::load_whole_moments(const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq) {
+void FlatAdamW::load_whole_state(const torch::Tensor& masters, const torch::Tensor& exp_avg,
+                                 const torch::Tensor& exp_avg_sq) {
   torch::NoGradGuard no_grad;
+  flat_.load_masters(masters);
+  if (master_pieces_.defined()) master_pieces_.copy_(shards_->take(masters));
   exp_avg_.copy_(shards_ ? shards_->take(exp_avg) : exp_avg);
   exp_avg_sq_.copy_(shards_ ? shards_->take(exp_avg_sq) : exp_avg_sq);
 }
 
 std::int64_t FlatAdamW::state_bytes() const {
-  return (exp_avg_.numel() + exp_avg_sq_.numel()) * static_cast<std::int64_t>(exp_avg_.element_size());
+  std::int64_t elements = exp_avg_.numel() + exp_avg_sq_.numel();
+  if (master_pieces_.defined()) elements += master_pieces_.numel();
+  else if (flat_.separate_weights()) elements += flat_.grads().numel();  // FlatParameters holds the whole masters
+  return elements * static_cast<std::int64_t>(exp_avg_.element_size());
 }
 
 }  // namespace quintnet::exec

@@ -20,8 +20,10 @@ class ZeroShards;
 //  - fused: LibTorch 2.x's _fused_adamw_, one kernel reading each element once, which
 //    also skips the step on the device when told to (the GPU's: no host round trip).
 // With ZeRO-1 shards (plan `zero_stage: 1`) it keeps the moments of this dp rank's
-// pieces only, updates those parameters and all-gathers the rest from the other ranks
-// (under bf16 weights: the bf16 weights; see gather_masters()).
+// pieces only, updates those parameters and all-gathers the rest from the other ranks.
+// Under bf16 weights it also takes the fp32 masters over from FlatParameters and keeps
+// this rank's pieces of them, and a step gathers the updated bf16 weights (Megatron-LM's
+// distributed optimizer: 12/dp bytes of state per parameter, half the gathered bytes).
 class FlatAdamW {
  public:
   enum class Kernel { Automatic, Flat, Fused };  // Automatic: fused on CUDA where LibTorch has it
@@ -31,11 +33,11 @@ class FlatAdamW {
   // parameters, moments and the step count as they were — decided on the device by the
   // fused kernel; the flat one reads it, which costs nothing on the CPU.
   void step(double lr, const torch::Tensor& skip = {});
-  // Under ZeRO-1 with bf16 weights a step gathers the other ranks' pieces as bf16
-  // weights only, and this rank's masters of those pieces fall behind.  Collective over
-  // dp: gathers them, before a checkpoint or the final parameters read params().
-  // Nothing (and no communication) where they are whole.
-  void gather_masters();
+  // The fp32 master weights of the whole buffer, laid out as FlatParameters::params():
+  // that buffer itself, or under ZeRO-1 with bf16 weights a passing one all-gathered
+  // from the dp ranks' pieces (then collective over dp).  For checkpoints and the final
+  // parameters, their only readers.
+  torch::Tensor whole_masters();
   bool fused() const { return fused_; }
   static bool fused_available();  // LibTorch has _fused_adamw_ (2.4 and later: CPU and CUDA)
 
@@ -48,9 +50,11 @@ class FlatAdamW {
     torch::Tensor exp_avg, exp_avg_sq;
   };
   std::vector<MomentPiece> moment_pieces() const;
-  // Resuming: the moments of the whole buffer, of which this rank keeps its pieces.
-  void load_whole_moments(const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq);
-  // Bytes of optimizer state this rank holds.
+  // Resuming: the masters and moments of the whole buffer, of which this rank keeps its
+  // pieces where it holds pieces (the bf16 weights follow the masters).
+  void load_whole_state(const torch::Tensor& masters, const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq);
+  // Bytes of optimizer state this rank holds: the moments, and under bf16 weights the
+  // fp32 masters (wherever they are kept; as the simulator's memory model counts them).
   std::int64_t state_bytes() const;
 
  private:
@@ -59,7 +63,7 @@ class FlatAdamW {
   FlatParameters& flat_;
   double weight_decay_, beta1_, beta2_, eps_;
   std::shared_ptr<ZeroShards> shards_;  // null: this rank updates every parameter
-  bool masters_behind_ = false;         // the other ranks' pieces of params() are older than the weights
+  torch::Tensor master_pieces_;  // ZeRO-1 with bf16 weights: this rank's pieces of the masters
   bool fused_ = false;
   long step_ = 0;                  // the flat kernel's count
   torch::Tensor device_steps_;     // the fused kernel's: a float on the device, as it reads it

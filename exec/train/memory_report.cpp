@@ -56,9 +56,9 @@ std::string memory_report(Communicator& comm, ParallelModel& pm, const Optimizer
                           std::size_t activation_bytes, const torch::Device& device) {
   double parameters = 0, gradients = 0, optimizer = 0;
   for (auto& chunk : pm.chunks) {
-    // Under bf16 weights: the bf16 weights and the fp32 masters.
-    parameters += static_cast<double>(chunk.flat->params().nbytes());
-    if (chunk.flat->separate_weights()) parameters += static_cast<double>(chunk.flat->weights().nbytes());
+    // What the model computes with; under bf16 weights the fp32 masters count as
+    // optimizer state (FlatAdamW::state_bytes), as the simulator's split counts them.
+    parameters += static_cast<double>(chunk.flat->weights().nbytes());
     gradients += static_cast<double>(chunk.flat->grads().nbytes());
   }
   for (const auto& opt : optimizers) optimizer += static_cast<double>(opt->state_bytes());

@@ -1,7 +1,7 @@
 #pragma once
 // The peak memory of each rank, split as the simulator predicts it (core::MemorySplit):
-// parameters, gradients and optimizer state (the bytes of the flat buffers and AdamW's
-// moments), and activations — the most the tensors alive during one step's forward and
+// parameters, gradients and optimizer state (the bytes of the flat buffers, and AdamW's
+// moments with, under bf16 weights, the fp32 masters), and activations — the most the tensors alive during one step's forward and
 // backward passes exceeded what was alive before it: what autograd keeps for the
 // backward, the stage buffers in flight, the backward's temporaries.  CPU runs count
 // with exec/train/cpu_allocator.h, CUDA runs read the CUDA caching allocator's

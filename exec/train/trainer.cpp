@@ -214,10 +214,12 @@ Trainer::Evaluation Trainer::evaluate(PipelineRunner& runner, ParallelModel& pm,
   return {totals[0].item<double>() / totals[2].item<double>(), totals[1].item<double>() / totals[2].item<double>()};
 }
 
-void Trainer::save_params(ParallelModel& pm) {
+void Trainer::save_params(ParallelModel& pm, const Optimizers& optimizers) {
   c10::Dict<std::string, torch::Tensor> dict;
-  for (auto& chunk : pm.chunks) {
-    const SerialState masters = chunk.flat->masters();  // fp32 under bf16 weights too
+  for (size_t c = 0; c < pm.chunks.size(); ++c) {
+    ModelChunk& chunk = pm.chunks[c];
+    // fp32 under bf16 weights too (under ZeRO-1 gathered from the dp ranks).
+    const SerialState masters = chunk.flat->slot_views(optimizers[c]->whole_masters());
     for (auto& [name, t] : gather_serial_state(*chunk.model, pm.tp, false, &masters)) dict.insert(name, t.cpu());
   }
   const core::Mesh& mesh = comm_.mesh();
@@ -348,7 +350,7 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
                      : comm_.can_reduce_scatter(dp, r->pm->chunks.front().flat->grads()) ? std::string("reduce-scattered")
                                                   : std::string("all-reduced: this backend has no reduce-scatter")) +
                     (dp.size() > 1 && p.precision == core::Precision::Bf16Weights
-                         ? "; updated parameters gathered as bf16 weights, the fp32 masters only for checkpoints"
+                         ? "; fp32 masters sharded too, updated parameters gathered as bf16 weights"
                          : "") +
                     ")");
   }
@@ -483,10 +485,7 @@ TrainResult Trainer::finish(Run& r, Clock::time_point t0) {
   r.result.wall_s = seconds_since(t0);
   r.result.samples_per_s = r.samples_done / std::max(1e-9, seconds_since(r.train_start));
 
-  if (!options_.save_params_path.empty()) {
-    for (auto& opt : r.optimizers) opt->gather_masters();
-    save_params(*r.pm);
-  }
+  if (!options_.save_params_path.empty()) save_params(*r.pm, r.optimizers);
   auto probe_batch = [&] {
     return context_part(comm_, r.data->train_batch(r.sampler.microbatch(0, 0, dp.rank, dp.size(), 0, p.microbatches()), device_));
   };

@@ -113,7 +113,8 @@ class Trainer {
   // Sums the tp ranks' partial gradients (StageModel::partial_gradient_parameters: under
   // sequence parallelism, and Llama's replicated key/value weights).
   void sum_partial_gradients(ParallelModel& pm);
-  void save_params(ParallelModel& pm);
+  // One optimizer per chunk: they hold the fp32 masters under ZeRO-1 with bf16 weights.
+  void save_params(ParallelModel& pm, const std::vector<std::unique_ptr<FlatAdamW>>& optimizers);
 
   // Statistics (losses, counts) live on the device so NCCL can reduce them.
   torch::TensorOptions stats_options() const { return torch::TensorOptions().dtype(torch::kFloat64).device(device_); }

@@ -166,7 +166,7 @@ TEST(FlatParameters, Bf16WeightsCopyTheFp32MastersAndGradientsAddUpInFp32) {
   EXPECT_EQ(m.a.scalar_type(), torch::kBFloat16);
   EXPECT_EQ(flat.params().scalar_type(), torch::kFloat32);
   EXPECT_EQ(flat.grads().scalar_type(), torch::kFloat32);
-  EXPECT_TRUE(torch::equal(flat.masters().at("a"), a0)) << "the masters keep the fp32 values";
+  EXPECT_TRUE(torch::equal(flat.slot_views(flat.params()).at("a"), a0)) << "the masters keep the fp32 values";
   EXPECT_TRUE(torch::equal(flat.weights(), flat.params().to(torch::kBFloat16)));
 
   // Two microbatches' backward passes, and the same gradients taken apart.
@@ -203,7 +203,7 @@ TEST(FlatAdamW, UpdatesTheFp32MastersAndTheBf16WeightsFollow) {
   }
   EXPECT_TRUE(torch::equal(bf16.params(), fp32.params()));
   EXPECT_TRUE(torch::equal(bf16.weights(), bf16.params().to(torch::kBFloat16)));
-  EXPECT_TRUE(torch::equal(b.c, bf16.masters().at("c").to(torch::kBFloat16)));
+  EXPECT_TRUE(torch::equal(b.c, bf16.slot_views(bf16.params()).at("c").to(torch::kBFloat16)));
   const torch::Tensor weights = bf16.weights().clone();
   bf16.grads().fill_(std::numeric_limits<float>::quiet_NaN());
   ours.step(1e-2, torch::tensor(true));
