@@ -42,7 +42,7 @@ std::string gib(double bytes) {
 // Analytic step: the slowest stage's op times plus its TP all-reduces, in core's
 // schedule simulation; then the exposed DP gradient all-reduce (with ZeRO-1 its
 // reduce-scatter and the parameters' all-gather: the same ring steps) and a tied head's
-// all-reduce over the pipeline.
+// all-reduce between the pipeline's ends.
 double analytic_step(const StepCosts& s, const Candidate& c, const Platform& platform) {
   const bool tp_in_node = c.tp <= platform.gpus_per_node;
   const double hop_a = tp_in_node ? platform.intra_latency : platform.intra_latency + platform.inter_latency;
@@ -68,8 +68,8 @@ double analytic_step(const StepCosts& s, const Candidate& c, const Platform& pla
   const double dp_bandwidth = dp_crosses_nodes ? platform.nic_link_bandwidth() : platform.intra_link_bandwidth();
   const double dp_latency = dp_crosses_nodes ? platform.inter_latency + platform.intra_latency : platform.intra_latency;
   const double grads = *std::max_element(s.dp_grad_bytes.begin(), s.dp_grad_bytes.end());
-  // A tied head's copy of the embedding: its gradient all-reduced over the pipeline.
-  const double tied = s.tied_gradient_bytes > 0 ? ring_time(s.tied_gradient_bytes, c.pp, pp_latency, pp_bandwidth) : 0.0;
+  // A tied head's copy of the embedding: its gradient all-reduced between the pipeline's ends.
+  const double tied = s.tied_gradient_bytes > 0 ? ring_time(s.tied_gradient_bytes, std::min(c.pp, 2), pp_latency, pp_bandwidth) : 0.0;
   return core::simulate_schedule(s.schedule, costs).step_time + ring_time(grads, replicas, dp_latency, dp_bandwidth) +
          tied + s.optimizer_s;
 }

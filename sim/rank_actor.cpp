@@ -98,6 +98,12 @@ class RankActor : public core::ScheduleHandler {
     tp_group_ = mesh_group(w, r, core::Axis::Tp, group_name("tp", pp_, dp_));
     pp_group_ = mesh_group(w, r, core::Axis::Pp, group_name("pp", dp_, tp_));
     dp_group_ = mesh_group(w, r, core::Axis::Dp, group_name("dpag", pp_, tp_));
+    // A tied head's copy is all-reduced between the pipeline's first and last ranks
+    // (exec/pp/tied_gradients.h); the middle ones take no part.
+    const int pp = static_cast<int>(pp_group_.ranks.size());
+    if (pp > 1 && (pp_ == 0 || pp_ == pp - 1))
+      ends_group_ = RingGroup{group_name("ppends", dp_, tp_), {pp_group_.ranks.front(), pp_group_.ranks.back()},
+                              pp_ == 0 ? 0 : 1, 0};
     buckets_ = costs_.dp > 1 ? std::max(1, static_cast<int>(std::ceil(costs_.dp_grad_bytes[pp_] / v_ / costs_.bucket_bytes)))
                             : 0;
     // On a shared CPU an op's tensor-parallel all-reduces sit between its pieces (after
@@ -186,13 +192,13 @@ class RankActor : public core::ScheduleHandler {
 
   void optimizer_step(const core::Step& st) override {
     // The executor's step end: a tied head's copy of the embedding gets the gradient of
-    // both copies (an all-reduce over the pipeline), the last stage's loss statistics go
+    // both copies (an all-reduce between the pipeline's ends), the last stage's loss statistics go
     // to every stage (a broadcast over the pipeline), then the gradient norm is summed
     // over tp and over pp before the optimizer may clip; each waits for the group's
     // slowest member.  The last three are modelled as ring all-reduces of one number.
     const Platform& p = w_.platform;
-    if (costs_.tied_gradient_bytes > 0)
-      ring_allreduce(pp_group_, costs_.tied_gradient_bytes, w_.ranks, hop_latency(pp_group_, p), 1, w_.draws);
+    if (costs_.tied_gradient_bytes > 0 && !ends_group_.ranks.empty())
+      ring_allreduce(ends_group_, costs_.tied_gradient_bytes, w_.ranks, hop_latency(ends_group_, p), 1, w_.draws);
     if (costs_.step_end_collectives) ring_allreduce(pp_group_, 8, w_.ranks, hop_latency(pp_group_, p), 1, w_.draws);
     const double t0 = sg4::Engine::get_clock();
     if (costs_.step_end_collectives) {
@@ -346,6 +352,7 @@ class RankActor : public core::ScheduleHandler {
   const double speed_;  // flop/s of a full GPU or core
   OpJitter jitter_;     // what-if: each op's time times a drawn factor
   RingGroup tp_group_, pp_group_, dp_group_;
+  RingGroup ends_group_;  // the pipeline's first and last ranks, for a tied head; empty elsewhere
   int buckets_ = 0;  // DP gradient buckets per chunk
   bool interleave_tp_ = false;
   bool overlap_tp_ = false;  // tp_overlap on GPUs (compute_overlapping_tp)

@@ -56,8 +56,8 @@ struct StepCosts {
   // core::Plan have them, uniform (closed-form) plans do not.
   bool step_end_collectives = false;
   // A tied head on the last of pp > 1 stages holds a copy of the embedding; after the
-  // backward every pp rank joins an all-reduce of its gradient (fp32, this many bytes:
-  // exec/pp/tied_gradients.h).  0: nothing tied across stages.
+  // backward the pipeline's first and last ranks all-reduce its gradient (fp32, this many
+  // bytes: exec/pp/tied_gradients.h).  0: nothing tied across stages.
   double tied_gradient_bytes = 0;
   double p2p_bytes = 0;              // one activation (or gradient) message
   double tp_allreduce_bytes = 0;     // one TP all-reduce; tp_allreduces_per_op of them per F and per B

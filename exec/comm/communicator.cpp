@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <stdexcept>
 #include <thread>
 
 #include "exec/comm/gloo_endpoint.h"
@@ -181,6 +182,17 @@ Group& Communicator::axes(const std::vector<core::Axis>& axes) {
   if (it != groups_.end()) return it->second;
   std::vector<int> ranks = axes.size() == 1 ? mesh_.group(env_.rank, axes[0]) : mesh_.group(env_.rank, axes);
   return groups_.emplace(key, build_group(key, ranks)).first->second;
+}
+
+Group& Communicator::pipeline_ends() {
+  const std::vector<int> pp = mesh_.group(env_.rank, core::Axis::Pp);
+  if (pp.size() <= 2) return axis(core::Axis::Pp);
+  if (env_.rank != pp.front() && env_.rank != pp.back())
+    throw std::logic_error("pipeline_ends: rank " + std::to_string(env_.rank) + " holds a middle stage");
+  const std::string key = "pp-ends";
+  auto it = groups_.find(key);
+  if (it != groups_.end()) return it->second;
+  return groups_.emplace(key, build_group(key, {pp.front(), pp.back()})).first->second;
 }
 
 Group& Communicator::replicas() {

@@ -61,6 +61,10 @@ class Communicator {
   void set_step(std::int64_t step);
   Group& axis(core::Axis axis);
   Group& axes(const std::vector<core::Axis>& axes);  // e.g. {Axis::Tp, Axis::Pp}
+  // The first and last rank of this rank's pp group, which hold the end stages and a
+  // parameter they share (a tied embedding; Megatron-LM's embedding group): the pp group
+  // itself for pp 2.  Built on first use by those two ranks, the only ones that may ask.
+  Group& pipeline_ends();
   // The ranks that hold this rank's weights and average their gradients: the dp group,
   // or dp × cp where the mesh has a cp axis (each cp rank saw its part of the same samples).
   Group& replicas();

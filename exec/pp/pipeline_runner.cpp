@@ -47,7 +47,7 @@ PipelineRunner::PipelineRunner(core::Schedule schedule, ParallelModel& model, Co
       training_(checked(std::move(schedule), model, pp_), comm, pp_, pp_rank_, tokens, hidden),
       evaluation_(core::make_forward_only(pp_.size(), 1, static_cast<int>(model.chunks.size())), comm, pp_, pp_rank_,
                   tokens, hidden),
-      tied_(comm, pp_) {
+      tied_(comm) {
   if (microbatch_threads > 1) {
     if (recompute_ != Recompute::None) throw core::UserError("microbatches side by side do not recompute activations");
     if (comm_.world_size() != 1 || model_.chunks.size() != 1)
@@ -281,7 +281,7 @@ torch::Tensor PipelineRunner::run(Walk& walk, const std::vector<torch::Tensor>& 
 StepStats PipelineRunner::train_step(const std::vector<torch::Tensor>& inputs, const std::vector<torch::Tensor>& labels) {
   // Loss, correct, samples, then one loss per microbatch (StepStats::Index).
   torch::Tensor stats = run(training_, inputs, labels, StepStats::kFirstMicrobatchLoss + training_.schedule.microbatches);
-  tied_.sum_over_pipeline(model_);
+  tied_.sum_copies(model_);
   share_from_last_stage(stats);
   return {stats};
 }

@@ -24,7 +24,8 @@ RunLog::RunLog(const core::Plan& plan, const TrainOptions& options, bool is_logg
   }
 }
 
-void RunLog::start(const TrainingData& data, long steps_per_epoch, int side_by_side, const std::string& communication) {
+void RunLog::start(const TrainingData& data, long steps_per_epoch, int side_by_side, const std::string& communication,
+                   const core::RunLayout& layout) {
   if (!on_) return;
   const core::Plan& p = plan_;
   std::printf("training %s (%s) on %s (%s, %s): %s, %ld steps/epoch, global batch %d = micro %d x %d "
@@ -41,11 +42,8 @@ void RunLog::start(const TrainingData& data, long steps_per_epoch, int side_by_s
   if (const int pool = kernels::blas_threads())
     std::printf("threads: LibTorch %d, BLAS %s %d per rank\n", intra_op, kernels::blas_description().c_str(), pool);
   if (!communication.empty()) std::printf("%s\n", communication.c_str());
-  if (p.pp() * p.virtual_stages > 1) {
-    const core::ModelDims dims = core::model_dims(p.model, p.max_seq_length);
-    const std::string note = core::stage_balance_note(dims, core::balanced_stages(dims, p.pp() * p.virtual_stages));
-    std::printf("pipeline: %s\n", note.c_str());
-  }
+  if (layout.stage_count() > 1)
+    std::printf("pipeline: %s\n", core::stage_balance_note(layout.model, layout.stages).c_str());
   if (options_.evaluate)
     std::printf(model_entry(p.model).language_model
                     ? "\n| Epoch | Train Loss | Train PPL | Val Loss | Val PPL |\n"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/plan.h"
+#include "core/run_layout.h"
 #include "exec/data/training_data.h"
 #include "exec/train/trainer.h"
 
@@ -18,8 +19,10 @@ class RunLog {
   // Opens the metrics file (a UserError when it cannot be written).
   RunLog(const core::Plan& plan, const TrainOptions& options, bool is_logger);
 
-  // The run's shape, how microbatches are computed, the pipeline's balance, the table header.
-  void start(const TrainingData& data, long steps_per_epoch, int microbatches_side_by_side, const std::string& communication);
+  // The run's shape, how microbatches are computed, the pipeline's balance (the stages
+  // `layout` runs), the table header.
+  void start(const TrainingData& data, long steps_per_epoch, int microbatches_side_by_side, const std::string& communication,
+             const core::RunLayout& layout);
   void resumed(const std::string& checkpoint, long step, long planned_steps, long total_steps);
   // One optimizer step: the metrics line (rate: samples/s since training began;
   // skipped: a non-finite step whose optimizer step did not happen).

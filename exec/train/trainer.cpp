@@ -340,7 +340,7 @@ std::unique_ptr<Trainer::Run> Trainer::start() {
   r->profiler = std::make_unique<StepProfiler>(options_.profile_dir, options_.profile_steps, r->total_steps, comm_.rank(),
                                                device_.is_cuda());
   r->log = std::make_unique<RunLog>(p, options_, is_logger_);
-  r->log->start(*r->data, r->per_epoch, side_by_side, comm_.describe());
+  r->log->start(*r->data, r->per_epoch, side_by_side, comm_.describe(), layout_);
   if (p.zero_stage == 1) {
     std::int64_t bytes = 0;
     for (const auto& opt : r->optimizers) bytes += opt->state_bytes();

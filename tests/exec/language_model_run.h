@@ -67,7 +67,8 @@ inline void load_params(const std::string& path, std::map<std::string, torch::Te
 // `mesh_name`) with `nproc` ranks; `extra`: more plan lines (e.g. checkpoint_path).
 inline Outcome train_language_model(const std::string& name, const std::string& model_yaml, const std::string& mesh,
                                     int nproc, int microbatches, const std::string& extra,
-                                    const std::string& mesh_name = "['dp', 'tp', 'pp']") {
+                                    const std::string& mesh_name = "['dp', 'tp', 'pp']",
+                                    const std::string& schedule = "1f1b") {
   static const std::string text = text_folder();
   // Files of this process's own: every test process trains its own serial reference,
   // and two of them writing one serial.jsonl read each other's half-written lines.
@@ -75,7 +76,7 @@ inline Outcome train_language_model(const std::string& name, const std::string& 
   const std::string config = write_file(
       stem + ".yaml", model_yaml + "batch_size: 8\ngrad_acc_steps: " + std::to_string(microbatches) +
                           "\nlearning_rate: 1e-3\nmax_seq_length: 16\ndataset_path: " + text + "\nmesh_dim: " + mesh +
-                          "\nmesh_name: " + mesh_name + "\nschedule: 1f1b\n" + extra);
+                          "\nmesh_name: " + mesh_name + "\nschedule: " + schedule + "\n" + extra);
   const std::string dir = ::testing::TempDir() + "/";
   const std::string cmd = bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
                           " --config " + config + " --max-steps 10 --no-eval --quiet --threads 1 --metrics " + dir +
