@@ -123,7 +123,7 @@ void FlatAdamW::load_whole_state(const torch::Tensor& masters, const torch::Tens
 std::int64_t FlatAdamW::state_bytes() const {
   std::int64_t elements = exp_avg_.numel() + exp_avg_sq_.numel();
   if (master_pieces_.defined()) elements += master_pieces_.numel();
-  else if (flat_.separate_weights()) elements += flat_.grads().numel();  // FlatParameters holds the whole masters
+  else if (flat_.separate_weights()) elements += flat_.params().numel();  // the whole masters, in FlatParameters
   return elements * static_cast<std::int64_t>(exp_avg_.element_size());
 }
 
