@@ -103,7 +103,8 @@ ModelDims model_dims(const ModelConfig& c, int seq_len) {
 }
 
 MemoryOptions MemoryOptions::of(const Plan& plan) {
-  return MemoryOptions{plan.recompute, plan.sequence_parallel, plan.zero_stage};
+  return MemoryOptions{plan.recompute, plan.sequence_parallel, plan.zero_stage,
+                       plan.precision == Precision::Bf16Weights};
 }
 
 double pipeline_buffer_bytes(double boundary_bytes, int microbatches_in_flight, bool sends_activations,
@@ -113,11 +114,20 @@ double pipeline_buffer_bytes(double boundary_bytes, int microbatches_in_flight, 
   return boundary_bytes * (outputs_and_gradient + gradients_sent);
 }
 
+double gradient_bytes_per_parameter(double bytes_per_value, const MemoryOptions& o) {
+  return o.bf16_weights ? 4.0 : bytes_per_value;
+}
+
+double weight_bytes_per_parameter(double bytes_per_value, const MemoryOptions& o) {
+  return o.bf16_weights ? 2.0 : bytes_per_value;
+}
+
 MemorySplit rank_memory(double parameters, double activations, bool fp32, const MemoryOptions& o, int dp) {
   MemorySplit m;
-  m.weights = parameters * (fp32 ? 4.0 : 2.0);
-  m.gradients = parameters * (fp32 ? 4.0 : 2.0);
-  m.optimizer = parameters * (fp32 ? 8.0 : 12.0) / (o.zero_stage >= 1 ? dp : 1);
+  const bool fp32_state = fp32 && !o.bf16_weights;  // weights are their own masters
+  m.weights = parameters * weight_bytes_per_parameter(fp32 ? 4.0 : 2.0, o);
+  m.gradients = parameters * gradient_bytes_per_parameter(fp32 ? 4.0 : 2.0, o);
+  m.optimizer = parameters * (fp32_state ? 8.0 : 12.0) / (o.zero_stage >= 1 ? dp : 1);
   m.activations = activations;
   return m;
 }

@@ -61,6 +61,9 @@ struct MemoryOptions {
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
   int zero_stage = 0;
+  // precision: bf16_weights — 2-byte weights, fp32 gradients (accumulated and all-reduced
+  // in fp32) and fp32 masters beside the moments, on either device (Megatron-LM's bf16).
+  bool bf16_weights = false;
   static MemoryOptions of(const Plan& plan);
 };
 
@@ -107,8 +110,15 @@ struct MemorySplit {
 };
 // `parameters` of the rank: 16-bit weights and gradients with an fp32 master copy and two
 // Adam moments (12 bytes) on GPUs, fp32 weights, gradients and moments (8 bytes) on CPU;
-// zero_stage 1 keeps 1/dp of the optimizer state.  `activations`: bytes at the peak.
+// under bf16 weights 2-byte weights, 4-byte gradients and 12 bytes of optimizer state on
+// either; zero_stage 1 keeps 1/dp of the optimizer state.  `activations`: bytes at the peak.
 MemorySplit rank_memory(double parameters, double activations, bool fp32, const MemoryOptions& options, int dp);
+
+// Bytes of one parameter's gradient (what the DP all-reduce moves): fp32 under bf16
+// weights, else `bytes_per_value`; and of the weights the model computes with (what
+// ZeRO-1's all-gather moves): 2 under bf16 weights.
+double gradient_bytes_per_parameter(double bytes_per_value, const MemoryOptions& options);
+double weight_bytes_per_parameter(double bytes_per_value, const MemoryOptions& options);
 
 // Training FLOPs of one sample (forward + backward) for MFU.
 double training_flops_per_sample(const ModelDims& m);

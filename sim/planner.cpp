@@ -68,10 +68,15 @@ double analytic_step(const StepCosts& s, const Candidate& c, const Platform& pla
   const double dp_bandwidth = dp_crosses_nodes ? platform.nic_link_bandwidth() : platform.intra_link_bandwidth();
   const double dp_latency = dp_crosses_nodes ? platform.inter_latency + platform.intra_latency : platform.intra_latency;
   const double grads = *std::max_element(s.dp_grad_bytes.begin(), s.dp_grad_bytes.end());
+  // ZeRO-1: half the ring's steps reduce-scatter the gradients, half gather the weights
+  // (bf16 under bf16 weights: fewer bytes than the gradients).
+  const double gathered = *std::max_element(s.dp_gather_bytes.begin(), s.dp_gather_bytes.end());
+  const double dp_sync = c.zero_stage >= 1 ? (ring_time(grads, replicas, dp_latency, dp_bandwidth) +
+                                              ring_time(gathered, replicas, dp_latency, dp_bandwidth)) / 2
+                                           : ring_time(grads, replicas, dp_latency, dp_bandwidth);
   // A tied head's copy of the embedding: its gradient all-reduced between the pipeline's ends.
   const double tied = s.tied_gradient_bytes > 0 ? ring_time(s.tied_gradient_bytes, std::min(c.pp, 2), pp_latency, pp_bandwidth) : 0.0;
-  return core::simulate_schedule(s.schedule, costs).step_time + ring_time(grads, replicas, dp_latency, dp_bandwidth) +
-         tied + s.optimizer_s;
+  return core::simulate_schedule(s.schedule, costs).step_time + dp_sync + tied + s.optimizer_s;
 }
 
 // The layout `base` with its fastest memory options that fit, or rejected with the least

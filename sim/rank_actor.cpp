@@ -213,7 +213,7 @@ class RankActor : public core::ScheduleHandler {
   // ZeRO-1: each member updated 1/dp of the stage's parameters; all of them go to every
   // member before the next forward.
   void gather_parameters() {
-    const double t0 = sg4::Engine::get_clock(), bytes = costs_.dp_grad_bytes[pp_];
+    const double t0 = sg4::Engine::get_clock(), bytes = costs_.dp_gather_bytes[pp_];
     ReplicaMeeting* meeting = w_.meeting(w_.gather_meetings, r_);
     if (meeting) meeting->arrive(dp_);
     if (w_.reduced)

@@ -138,7 +138,8 @@ void add_pipeline_rank(StepCosts& s, const core::RunLayout& l, int r, const core
   const double updated = params / (l.plan.zero_stage >= 1 ? s.dp : 1);
   s.optimizer_s = std::max(s.optimizer_s, calibration ? calibration->optimizer_s_per_parameter * updated
                                                       : memory_seconds(core::optimizer_bytes_per_parameter(bytes) * updated, platform));
-  s.dp_grad_bytes.push_back(params * bytes);
+  s.dp_grad_bytes.push_back(params * core::gradient_bytes_per_parameter(bytes, options));
+  s.dp_gather_bytes.push_back(params * core::weight_bytes_per_parameter(bytes, options));
   // Activations: each microbatch in flight at the peak keeps its stored ones, plus what
   // one layer's backward holds while it runs (StageCost::backward_working_bytes), plus
   // the pipeline's buffers (core::pipeline_buffer_bytes).
@@ -188,6 +189,7 @@ StepCosts uniform_step_costs(core::ScheduleKind kind, int pp, int microbatches, 
   s.backward_input_s.assign(pp, tb);
   s.backward_weight_s.assign(pp, tw);
   s.dp_grad_bytes.assign(pp, 0);
+  s.dp_gather_bytes.assign(pp, 0);
   s.memory_bytes.assign(pp, 0);
   s.memory.assign(pp, {});
   s.p2p_bytes = p2p_bytes;

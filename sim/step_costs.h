@@ -71,6 +71,7 @@ struct StepCosts {
   // after it (not overlapped with the next step's forward).
   int zero_stage = 0;
   std::vector<double> dp_grad_bytes;  // per pipeline rank: gradients all-reduced over dp per step
+  std::vector<double> dp_gather_bytes;  // per pipeline rank: ZeRO-1's parameters all-gathered (bf16 under bf16 weights)
   double bucket_bytes = 25.0 * 1024 * 1024;  // DP gradient bucket (launched as the backward produces it)
   // Reporting.
   double samples_per_step = 0, tokens_per_sample = 0, flops_per_step = 0;
