@@ -39,25 +39,27 @@ void maybe_die_mid_write(int rank, long step, const std::string& path, const std
   std::_Exit(9);
 }
 
-// The slot's AdamW moments this rank holds: the whole of them under "exp_avg/NAME" and
-// "exp_avg_sq/NAME" when one piece covers the parameter (always without ZeRO-1), else each
-// part a piece covers, flattened, under "exp_avg/NAME@START" (START: the part's first
-// element in the flattened parameter) — ZeRO-1's state stays sharded on disk, and
-// ShardReader reassembles it from the dp ranks' shards.
-void insert_moments(c10::Dict<std::string, torch::Tensor>& dict, const FlatParameters::Slot& slot,
-                    const std::vector<FlatAdamW::MomentPiece>& pieces) {
-  for (const FlatAdamW::MomentPiece& p : pieces) {
+// The slot's state this rank holds — masters ("param/"), and AdamW's two moments: the
+// whole of each under "param/NAME" (and "exp_avg/NAME", "exp_avg_sq/NAME") when one piece
+// covers the parameter (always without ZeRO-1), else each part a piece covers, flattened,
+// under "param/NAME@START" (START: the part's first element in the flattened parameter).
+// So ZeRO-1's state stays sharded on disk as in memory, each dp rank writing 1/dp of it
+// and nothing gathered to save; ShardReader reassembles it from the dp ranks' shards.
+void insert_state(c10::Dict<std::string, torch::Tensor>& dict, const FlatParameters::Slot& slot,
+                  const std::vector<FlatAdamW::StatePiece>& pieces) {
+  for (const FlatAdamW::StatePiece& p : pieces) {
     const std::int64_t begin = std::max(slot.offset, p.offset);
     const std::int64_t end = std::min(slot.offset + slot.numel, p.offset + p.exp_avg.numel());
     if (begin >= end) continue;
     const bool whole = end - begin == slot.numel;
     const std::string suffix = whole ? "" : "@" + std::to_string(begin - slot.offset);
-    auto part = [&](const torch::Tensor& moment) {
-      const torch::Tensor t = moment.narrow(0, begin - p.offset, end - begin).clone().cpu();
+    auto part = [&](const torch::Tensor& state) {
+      // Cloned: pickling a view would store its whole buffer.
+      const torch::Tensor t = state.narrow(0, begin - p.offset, end - begin).clone().cpu();
       return whole ? t.view(slot.param.sizes()) : t;
     };
-    dict.insert("exp_avg/" + slot.name + suffix, part(p.exp_avg));
-    dict.insert("exp_avg_sq/" + slot.name + suffix, part(p.exp_avg_sq));
+    const torch::Tensor* states[] = {&p.masters, &p.exp_avg, &p.exp_avg_sq};
+    for (size_t k = 0; k < kStateKinds.size(); ++k) dict.insert(kStateKinds[k] + slot.name + suffix, part(*states[k]));
   }
 }
 
@@ -107,15 +109,11 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
   info.cp = mesh.coord(rank, core::Axis::Cp);
   info.file = shard_file(rank);
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
-    FlatParameters& flat = *pm.chunks[c].flat;
-    const std::vector<FlatAdamW::MomentPiece> pieces = optimizers[c]->moment_pieces();
-    // Whole on every shard (under ZeRO-1 with bf16 weights gathered from the dp ranks).
-    torch::Tensor masters = optimizers[c]->whole_masters();
-    for (const auto& slot : flat.slots()) {
+    const std::vector<FlatAdamW::StatePiece> pieces = optimizers[c]->state_pieces();
+    for (const auto& slot : pm.chunks[c].flat->slots()) {
       info.tensors.push_back(slot.name);
-      // Cloned: pickling a view would store its whole flat buffer.
-      dict.insert("param/" + slot.name, slot_view(masters, slot).clone().cpu());
-      insert_moments(dict, slot, pieces);
+      info.shapes[slot.name] = slot.param.sizes().vec();
+      insert_state(dict, slot, pieces);
     }
   }
   dict.insert("rng/cpu", at::detail::getDefaultCPUGenerator().get_state());
@@ -199,8 +197,10 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
     FlatParameters& flat = *pm.chunks[c].flat;
     FlatAdamW& opt = *optimizers[c];
     const auto dims = tp_shard_dims(*pm.chunks[c].model);
-    // The whole buffer's masters and moments (fp32, shaped like the gradient buffer).
-    torch::Tensor masters = torch::empty_like(flat.grads()), exp_avg = torch::empty_like(masters),
+    // The whole buffer's masters and moments (fp32, laid out as the gradient buffer), in
+    // host memory: on a GPU these 12 bytes per parameter would come on top of the state
+    // (under ZeRO-1 several times its size) just to be cut into this rank's pieces.
+    torch::Tensor masters = torch::empty({flat.grads().numel()}, torch::kFloat32), exp_avg = torch::empty_like(masters),
                   exp_avg_sq = torch::empty_like(masters);
     std::vector<torch::Tensor*> buffers = {&masters, &exp_avg, &exp_avg_sq};
     for (const auto& slot : flat.slots())

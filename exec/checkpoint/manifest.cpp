@@ -13,7 +13,9 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 namespace {
-constexpr int kFormatVersion = 1;
+// Version 2 (session 34): under ZeRO-1 the masters are sharded on disk like the moments,
+// and each shard records its parameters' shapes.  Version 1 checkpoints still load.
+constexpr int kFormatVersion = 2;
 constexpr const char* kFormat = "quintnet-checkpoint";
 }  // namespace
 
@@ -25,7 +27,7 @@ std::string step_dir_name(long step) {
 
 Json shard_to_json(const ShardInfo& s) {
   return {{"rank", s.rank}, {"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp}, {"file", s.file}, {"bytes", s.bytes},
-          {"tensors", s.tensors}};
+          {"tensors", s.tensors}, {"shapes", s.shapes}};
 }
 
 ShardInfo shard_from_json(const Json& j) {
@@ -36,6 +38,7 @@ ShardInfo shard_from_json(const Json& j) {
   s.file = j.at("file").get<std::string>();
   s.bytes = j.at("bytes").get<long long>();
   s.tensors = j.at("tensors").get<std::vector<std::string>>();
+  if (j.contains("shapes")) s.shapes = j.at("shapes").get<std::map<std::string, std::vector<std::int64_t>>>();
   return s;
 }
 
@@ -66,7 +69,9 @@ Manifest read_manifest(const std::string& checkpoint_dir) {
     field = "format";
     if (j.at("format").get<std::string>() != kFormat) throw core::UserError("");
     field = "version";
-    if (j.at("version").get<int>() != kFormatVersion) throw core::UserError("");
+    if (const int v = j.at("version").get<int>(); v < 1 || v > kFormatVersion)
+      throw core::UserError("version " + std::to_string(v) + "; this QuintNet reads versions 1 to " +
+                            std::to_string(kFormatVersion));
     field = "step";
     m.step = j.at("step").get<long>();
     field = "total_steps";

@@ -10,6 +10,7 @@
 // are on disk, so a crash mid-save leaves a .partial directory that nothing loads.
 // Torch-free: the CLI and the loaders share it.
 #include <array>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ struct ShardInfo {
   std::string file;            // relative to the checkpoint directory
   long long bytes = 0;         // size on disk, checked before loading (truncation)
   std::vector<std::string> tensors;  // serial parameter names it holds a (tp-)shard of
+  // Their shapes on this rank (the tp shard's): what reassembles a parameter the shards
+  // hold in ZeRO-1 pieces only.  Absent from manifests before session 34, whose shards
+  // hold every parameter whole.
+  std::map<std::string, std::vector<std::int64_t>> shapes;
 };
 
 struct Manifest {

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <numeric>
 
 #include "core/error.h"
 
@@ -43,12 +45,11 @@ const ShardInfo& ShardReader::holder(const std::string& name, int tp) const {
 torch::Tensor ShardReader::tensor(int rank, const std::string& kind, const std::string& name) {
   const TensorMap& own = shard(rank);
   if (auto it = own.find(kind + name); it != own.end()) return it->second;
-  const auto param = own.find("param/" + name);
-  if (kind == kStateKinds[0] || param == own.end())
-    throw core::UserError(dir_ + ": rank " + std::to_string(rank) + "'s shard lacks '" + kind + name + "'");
-  // ZeRO-1: the dp ranks of this stage and tp rank each hold the moment whole or in parts.
+  // ZeRO-1: the dp ranks of this stage and tp rank (and cp rank: the replicas) each hold
+  // the state whole or in parts.
   const ShardInfo& me = manifest_.shards[rank];
-  torch::Tensor whole = torch::empty({param->second.numel()}, param->second.options());
+  const std::vector<std::int64_t> shape = shape_of(rank, name);
+  torch::Tensor whole = torch::empty({std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>())}, torch::kFloat32);
   std::int64_t covered = 0;
   const std::string prefix = kind + name + "@";
   for (const ShardInfo& peer : manifest_.shards) {
@@ -56,7 +57,12 @@ torch::Tensor ShardReader::tensor(int rank, const std::string& kind, const std::
     const TensorMap& t = shard(peer.rank);
     if (auto it = t.find(kind + name); it != t.end()) return it->second;  // a peer holds it whole
     for (auto it = t.lower_bound(prefix); it != t.end() && it->first.rfind(prefix, 0) == 0; ++it) {
-      whole.narrow(0, std::stoll(it->first.substr(prefix.size())), it->second.numel()).copy_(it->second);
+      const std::int64_t start = std::stoll(it->first.substr(prefix.size()));
+      if (start < 0 || start + it->second.numel() > whole.numel())
+        throw core::UserError(dir_ + ": rank " + std::to_string(peer.rank) + "'s '" + it->first + "' (" +
+                              std::to_string(it->second.numel()) + " values) lies outside '" + name + "' (" +
+                              std::to_string(whole.numel()) + ")");
+      whole.narrow(0, start, it->second.numel()).copy_(it->second);
       covered += it->second.numel();
     }
   }
@@ -64,7 +70,16 @@ torch::Tensor ShardReader::tensor(int rank, const std::string& kind, const std::
     throw core::UserError(dir_ + ": the shards of dp group (tp " + std::to_string(me.tp) + ", pp " +
                           std::to_string(me.pp) + ") hold " + std::to_string(covered) + " of the " +
                           std::to_string(whole.numel()) + " values of '" + kind + name + "'");
-  return whole.view(param->second.sizes());
+  return whole.view(shape);
+}
+
+std::vector<std::int64_t> ShardReader::shape_of(int rank, const std::string& name) {
+  const ShardInfo& info = manifest_.shards[rank];
+  if (auto it = info.shapes.find(name); it != info.shapes.end()) return it->second;
+  // A version-1 checkpoint: every shard holds its parameters whole.
+  const TensorMap& own = shard(rank);
+  if (auto it = own.find("param/" + name); it != own.end()) return it->second.sizes().vec();
+  throw core::UserError(dir_ + ": rank " + std::to_string(rank) + "'s shard lacks '" + name + "' and its shape");
 }
 
 torch::Tensor ShardReader::serial(const std::string& kind, const std::string& name) {

@@ -16,10 +16,11 @@ namespace quintnet::exec {
 
 using TensorMap = std::map<std::string, torch::Tensor>;
 
-// Shard keys: "param/<name>", "exp_avg/<name>", "exp_avg_sq/<name>" per parameter,
-// and "rng/cpu" for the rank's CPU generator state.  Under ZeRO-1 a rank holds the
-// moments of the parameters its pieces cover whole, and of the others the parts it
-// owns, flattened, as "exp_avg/<name>@<first element>" (and exp_avg_sq).
+// Shard keys: "param/<name>" (the fp32 masters), "exp_avg/<name>", "exp_avg_sq/<name>"
+// per parameter, and "rng/cpu" for the rank's CPU generator state.  Under ZeRO-1 a rank
+// holds the state of the parameters its pieces cover whole, and of the others the parts
+// it owns, flattened, as "param/<name>@<first element>" (and exp_avg, exp_avg_sq); the
+// manifest records each parameter's shape.  (Version-1 checkpoints: params always whole.)
 
 inline const std::vector<std::string> kStateKinds = {"param/", "exp_avg/", "exp_avg_sq/"};
 
@@ -31,7 +32,7 @@ class ShardReader {
   // truncated or unreadable file.
   const TensorMap& shard(int rank);
   // Rank `rank`'s tensor `kind + name` (kind from kStateKinds): from its shard, or for
-  // ZeRO-1 moments assembled from the shards of its dp group (the ranks of its tp and
+  // ZeRO-1 state assembled from the shards of its dp group (the ranks of its tp and
   // pp coordinates).  Throws core::UserError when it is missing or incomplete.
   torch::Tensor tensor(int rank, const std::string& kind, const std::string& name);
   // The serial tensor `kind + name`.
@@ -42,6 +43,7 @@ class ShardReader {
 
  private:
   const ShardInfo& holder(const std::string& name, int tp) const;
+  std::vector<std::int64_t> shape_of(int rank, const std::string& name);
 
   std::string dir_;
   Manifest manifest_;

@@ -100,12 +100,14 @@ void FlatAdamW::update(torch::Tensor& p, const torch::Tensor& g, double lr, cons
   p.addcdiv_(exp_avg_, denom, -lr / bias1);
 }
 
-std::vector<FlatAdamW::MomentPiece> FlatAdamW::moment_pieces() const {
-  if (!shards_) return {{0, exp_avg_, exp_avg_sq_}};
-  std::vector<MomentPiece> pieces;
+std::vector<FlatAdamW::StatePiece> FlatAdamW::state_pieces() const {
+  if (!shards_) return {{0, flat_.params(), exp_avg_, exp_avg_sq_}};
+  std::vector<StatePiece> pieces;
   std::int64_t at = 0;  // into this rank's moments, which hold its pieces one after another
   for (const ZeroShards::Range& r : shards_->pieces()) {
-    pieces.push_back({r.offset, exp_avg_.narrow(0, at, r.numel), exp_avg_sq_.narrow(0, at, r.numel)});
+    const torch::Tensor masters = master_pieces_.defined() ? master_pieces_.narrow(0, at, r.numel)
+                                                           : flat_.params().narrow(0, r.offset, r.numel);
+    pieces.push_back({r.offset, masters, exp_avg_.narrow(0, at, r.numel), exp_avg_sq_.narrow(0, at, r.numel)});
     at += r.numel;
   }
   return pieces;

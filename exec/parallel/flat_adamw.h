@@ -35,21 +35,22 @@ class FlatAdamW {
   void step(double lr, const torch::Tensor& skip = {});
   // The fp32 master weights of the whole buffer, laid out as FlatParameters::params():
   // that buffer itself, or under ZeRO-1 with bf16 weights a passing one all-gathered
-  // from the dp ranks' pieces (then collective over dp).  For checkpoints and the final
-  // parameters, their only readers.
+  // from the dp ranks' pieces (then collective over dp).  For the final parameters
+  // (--save-params); checkpoints write state_pieces() instead.
   torch::Tensor whole_masters();
   bool fused() const { return fused_; }
   static bool fused_available();  // LibTorch has _fused_adamw_ (2.4 and later: CPU and CUDA)
 
   long steps() const;  // steps taken (skipped ones not counted); reads the device's count
   void set_steps(long steps);  // resuming from a checkpoint
-  // The moments this rank holds (checkpoints): one piece covering the whole buffer, or
-  // under ZeRO-1 this rank's pieces.  No communication.
-  struct MomentPiece {
+  // The state this rank writes to a checkpoint: one piece covering the whole buffer, or
+  // under ZeRO-1 this rank's pieces — its masters (current on every rank after a step,
+  // so any one copy will do) and its moments.  No communication.
+  struct StatePiece {
     std::int64_t offset = 0;  // into the flat buffer
-    torch::Tensor exp_avg, exp_avg_sq;
+    torch::Tensor masters, exp_avg, exp_avg_sq;
   };
-  std::vector<MomentPiece> moment_pieces() const;
+  std::vector<StatePiece> state_pieces() const;
   // Resuming: the masters and moments of the whole buffer, of which this rank keeps its
   // pieces where it holds pieces (the bf16 weights follow the masters).
   void load_whole_state(const torch::Tensor& masters, const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq);

@@ -117,13 +117,13 @@ TEST(FlatAdamW, ASkippedStepChangesNothing) {
     draw_gradients(flat, 3);
     opt.step(1e-2, torch::tensor(false));
     const torch::Tensor params = flat.params().clone();
-    const std::vector<FlatAdamW::MomentPiece> before = opt.moment_pieces();
+    const std::vector<FlatAdamW::StatePiece> before = opt.state_pieces();
     const torch::Tensor m1 = before[0].exp_avg.clone(), m2 = before[0].exp_avg_sq.clone();
     flat.grads().fill_(std::numeric_limits<float>::quiet_NaN());
     opt.step(1e-2, torch::tensor(true));
     EXPECT_TRUE(torch::equal(flat.params(), params)) << "kernel " << static_cast<int>(kernel);
-    EXPECT_TRUE(torch::equal(opt.moment_pieces()[0].exp_avg, m1));
-    EXPECT_TRUE(torch::equal(opt.moment_pieces()[0].exp_avg_sq, m2));
+    EXPECT_TRUE(torch::equal(opt.state_pieces()[0].exp_avg, m1));
+    EXPECT_TRUE(torch::equal(opt.state_pieces()[0].exp_avg_sq, m2));
     EXPECT_EQ(opt.steps(), 1);
   }
 }
