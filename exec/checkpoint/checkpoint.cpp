@@ -1,5 +1,6 @@
 #include "exec/checkpoint/checkpoint.h"
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -68,6 +69,61 @@ void copy_into(torch::Tensor dst, const torch::Tensor& src, const std::string& w
     throw core::UserError("checkpoint: '" + what + "' has shape " + c10::str(src.sizes()) + ", this model expects " +
                           c10::str(dst.sizes()));
   dst.copy_(src);
+}
+
+// Resuming on the checkpoint's mesh: this rank's shard holds exactly the state it owns
+// (insert_state), so it is the one file the rank reads — under ZeRO-1 the parameters of
+// the other pieces are then all-gathered, not read from the dp group's shards (whose
+// number grows with dp, as would the reads and the host memory holding them).  False
+// when the shard's pieces are not this rank's (another bucket size, ZeRO-1 switched off).
+bool fill_from_own_shard(ShardReader& reader, int rank, const FlatParameters& flat,
+                         const std::vector<ZeroShards::Range>& pieces, std::array<torch::Tensor, 3>& buffers) {
+  const TensorMap& own = reader.shard(rank);
+  for (const auto& slot : flat.slots()) {
+    std::int64_t owned = 0;  // the slot's elements this rank's pieces cover
+    for (const ZeroShards::Range& p : pieces)
+      owned += std::max<std::int64_t>(0, std::min(slot.offset + slot.numel, p.offset + p.numel) - std::max(slot.offset, p.offset));
+    if (owned == 0) continue;
+    for (size_t k = 0; k < kStateKinds.size(); ++k) {
+      const std::string key = kStateKinds[k] + slot.name;
+      if (auto whole = own.find(key); whole != own.end()) {
+        copy_into(slot_view(buffers[k], slot), whole->second, key);
+        continue;
+      }
+      std::int64_t found = 0;
+      const std::string prefix = key + "@";
+      for (auto it = own.lower_bound(prefix); it != own.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+        const std::int64_t start = std::stoll(it->first.substr(prefix.size())), n = it->second.numel();
+        if (start < 0 || start + n > slot.numel)
+          throw core::UserError("checkpoint: rank " + std::to_string(rank) + "'s '" + it->first + "' lies outside '" +
+                                slot.name + "' (" + std::to_string(slot.numel) + " values)");
+        buffers[k].narrow(0, slot.offset + start, n).copy_(it->second);
+        found += n;
+      }
+      if (found != owned) return false;
+    }
+  }
+  return true;
+}
+
+// Resuming on the checkpoint's mesh with other ZeRO-1 pieces: each tensor reassembled
+// from the shards of this rank's dp group.
+void fill_from_dp_group(ShardReader& reader, int rank, const FlatParameters& flat, std::array<torch::Tensor, 3>& buffers) {
+  for (const auto& slot : flat.slots())
+    for (size_t k = 0; k < kStateKinds.size(); ++k)
+      copy_into(slot_view(buffers[k], slot), reader.tensor(rank, kStateKinds[k], slot.name), kStateKinds[k] + slot.name);
+}
+
+// Resuming on another mesh: each serial tensor reassembled from the shards (tp shards
+// concatenated, ZeRO-1 pieces put together), and this rank's tp slice of it.
+void fill_from_serial(ShardReader& reader, const FlatParameters& flat, const std::map<std::string, int>& dims,
+                      const TpContext& tp, std::array<torch::Tensor, 3>& buffers) {
+  for (const auto& slot : flat.slots())
+    for (size_t k = 0; k < kStateKinds.size(); ++k) {
+      torch::Tensor value = reader.serial(kStateKinds[k], slot.name);
+      if (auto d = dims.find(slot.name); d != dims.end() && tp.size() > 1) value = value.chunk(tp.size(), d->second)[tp.rank()];
+      copy_into(slot_view(buffers[k], slot), value, kStateKinds[k] + slot.name);
+    }
 }
 
 // Keys whose change makes the resumed run differ from the uninterrupted one.
@@ -196,27 +252,16 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
     FlatParameters& flat = *pm.chunks[c].flat;
     FlatAdamW& opt = *optimizers[c];
-    const auto dims = tp_shard_dims(*pm.chunks[c].model);
-    // The whole buffer's masters and moments (fp32, laid out as the gradient buffer), in
-    // host memory: on a GPU these 12 bytes per parameter would come on top of the state
-    // (under ZeRO-1 several times its size) just to be cut into this rank's pieces.
-    torch::Tensor masters = torch::empty({flat.grads().numel()}, torch::kFloat32), exp_avg = torch::empty_like(masters),
-                  exp_avg_sq = torch::empty_like(masters);
-    std::vector<torch::Tensor*> buffers = {&masters, &exp_avg, &exp_avg_sq};
-    for (const auto& slot : flat.slots())
-      for (size_t k = 0; k < kStateKinds.size(); ++k) {
-        const std::string key = kStateKinds[k] + slot.name;
-        torch::Tensor value;
-        if (same_layout) {
-          value = reader.tensor(comm.rank(), kStateKinds[k], slot.name);
-        } else {
-          value = reader.serial(kStateKinds[k], slot.name);
-          if (auto d = dims.find(slot.name); d != dims.end() && pm.tp.size() > 1)
-            value = value.chunk(pm.tp.size(), d->second)[pm.tp.rank()];
-        }
-        copy_into(slot_view(*buffers[k], slot), value, key);
-      }
-    opt.load_whole_state(masters, exp_avg, exp_avg_sq);  // ZeRO-1: keeps this dp rank's pieces
+    // The masters and moments laid out as the flat buffer (fp32), in host memory: on a
+    // GPU these 12 bytes per parameter would come on top of the state (under ZeRO-1
+    // several times its size) just to be cut into this rank's pieces.
+    std::array<torch::Tensor, 3> buffers;
+    for (torch::Tensor& b : buffers) b = torch::zeros({flat.grads().numel()}, torch::kFloat32);
+    if (!same_layout)
+      fill_from_serial(reader, flat, tp_shard_dims(*pm.chunks[c].model), pm.tp, buffers);
+    else if (!fill_from_own_shard(reader, comm.rank(), flat, opt.pieces(), buffers))
+      fill_from_dp_group(reader, comm.rank(), flat, buffers);
+    opt.load_state(buffers[0], buffers[1], buffers[2]);  // ZeRO-1: reads its pieces, gathers the rest
     opt.set_steps(m.step);
   }
   // The RNG streams belong to ranks; on another mesh they are not carried over.

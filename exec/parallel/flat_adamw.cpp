@@ -101,25 +101,42 @@ void FlatAdamW::update(torch::Tensor& p, const torch::Tensor& g, double lr, cons
 }
 
 std::vector<FlatAdamW::StatePiece> FlatAdamW::state_pieces() const {
-  if (!shards_) return {{0, flat_.params(), exp_avg_, exp_avg_sq_}};
-  std::vector<StatePiece> pieces;
+  std::vector<StatePiece> out;
   std::int64_t at = 0;  // into this rank's moments, which hold its pieces one after another
-  for (const ZeroShards::Range& r : shards_->pieces()) {
+  for (const ZeroShards::Range& r : pieces()) {
     const torch::Tensor masters = master_pieces_.defined() ? master_pieces_.narrow(0, at, r.numel)
                                                            : flat_.params().narrow(0, r.offset, r.numel);
-    pieces.push_back({r.offset, masters, exp_avg_.narrow(0, at, r.numel), exp_avg_sq_.narrow(0, at, r.numel)});
+    out.push_back({r.offset, masters, exp_avg_.narrow(0, at, r.numel), exp_avg_sq_.narrow(0, at, r.numel)});
     at += r.numel;
   }
-  return pieces;
+  return out;
 }
 
-void FlatAdamW::load_whole_state(const torch::Tensor& masters, const torch::Tensor& exp_avg,
-                                 const torch::Tensor& exp_avg_sq) {
+void FlatAdamW::load_state(const torch::Tensor& masters, const torch::Tensor& exp_avg,
+                           const torch::Tensor& exp_avg_sq) {
   torch::NoGradGuard no_grad;
-  flat_.load_masters(masters);
-  if (master_pieces_.defined()) master_pieces_.copy_(shards_->take(masters));
-  exp_avg_.copy_(shards_ ? shards_->take(exp_avg) : exp_avg);
-  exp_avg_sq_.copy_(shards_ ? shards_->take(exp_avg_sq) : exp_avg_sq);
+  if (!shards_) {
+    flat_.load_masters(masters);
+    exp_avg_.copy_(exp_avg);
+    exp_avg_sq_.copy_(exp_avg_sq);
+    return;
+  }
+  const torch::Tensor mine = shards_->take(masters).to(flat_.grads().device());
+  exp_avg_.copy_(shards_->take(exp_avg));
+  exp_avg_sq_.copy_(shards_->take(exp_avg_sq));
+  if (master_pieces_.defined()) {
+    master_pieces_.copy_(mine);
+    torch::Tensor weights = flat_.weights();
+    shards_->gather_into(master_pieces_.to(weights.scalar_type()), weights);
+  } else {
+    shards_->gather_into(mine, flat_.params());
+    flat_.refresh_weights();
+  }
+}
+
+std::vector<ZeroShards::Range> FlatAdamW::pieces() const {
+  if (!shards_) return {{0, flat_.grads().numel()}};
+  return shards_->pieces();
 }
 
 std::int64_t FlatAdamW::state_bytes() const {

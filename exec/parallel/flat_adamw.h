@@ -8,10 +8,9 @@
 #include <vector>
 
 #include "exec/dp/flat_parameters.h"
+#include "exec/dp/zero_shards.h"
 
 namespace quintnet::exec {
-
-class ZeroShards;
 
 // AdamW (decoupled weight decay, bias correction: the same arithmetic as
 // torch::optim::AdamW) over the flat buffers.  Two kernels compute it:
@@ -51,9 +50,14 @@ class FlatAdamW {
     torch::Tensor masters, exp_avg, exp_avg_sq;
   };
   std::vector<StatePiece> state_pieces() const;
-  // Resuming: the masters and moments of the whole buffer, of which this rank keeps its
-  // pieces where it holds pieces (the bf16 weights follow the masters).
-  void load_whole_state(const torch::Tensor& masters, const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq);
+  // Resuming: the masters and moments laid out as the whole buffer (on any device), of
+  // which only this rank's pieces are read under ZeRO-1 — the rest may hold anything:
+  // the other pieces' parameters are then all-gathered from the dp ranks, as after a step
+  // (collective over dp).  The bf16 weights follow the masters.
+  void load_state(const torch::Tensor& masters, const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq);
+  // This rank's pieces (offsets and lengths into the flat buffer): one covering it whole
+  // without ZeRO-1.
+  std::vector<ZeroShards::Range> pieces() const;
   // Bytes of optimizer state this rank holds: the moments, and under bf16 weights the
   // fp32 masters (wherever they are kept; as the simulator's memory model counts them).
   std::int64_t state_bytes() const;
