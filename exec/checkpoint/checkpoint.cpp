@@ -93,7 +93,8 @@ bool fill_from_own_shard(ShardReader& reader, int rank, const FlatParameters& fl
       std::int64_t found = 0;
       const std::string prefix = key + "@";
       for (auto it = own.lower_bound(prefix); it != own.end() && it->first.rfind(prefix, 0) == 0; ++it) {
-        const std::int64_t start = std::stoll(it->first.substr(prefix.size())), n = it->second.numel();
+        const std::int64_t start = piece_start(it->first, prefix, reader.shard_path(rank)),
+                           n = it->second.numel();
         if (start < 0 || start + n > slot.numel)
           throw core::UserError("checkpoint: rank " + std::to_string(rank) + "'s '" + it->first + "' lies outside '" +
                                 slot.name + "' (" + std::to_string(slot.numel) + " values)");

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -39,6 +40,9 @@ ShardInfo shard_from_json(const Json& j) {
   s.bytes = j.at("bytes").get<long long>();
   s.tensors = j.at("tensors").get<std::vector<std::string>>();
   if (j.contains("shapes")) s.shapes = j.at("shapes").get<std::map<std::string, std::vector<std::int64_t>>>();
+  for (const auto& [name, shape] : s.shapes)
+    for (std::int64_t d : shape)
+      if (d < 0) throw std::invalid_argument("'" + name + "' has a negative size in its shape");
   return s;
 }
 

@@ -10,6 +10,13 @@
 namespace quintnet::exec {
 namespace fs = std::filesystem;
 
+std::int64_t piece_start(const std::string& key, const std::string& prefix, const std::string& shard) {
+  const std::string digits = key.substr(prefix.size());
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18)
+    throw core::UserError(shard + ": '" + key + "' is not a piece of a tensor (expected NAME@START)");
+  return std::stoll(digits);
+}
+
 ShardReader::ShardReader(std::string checkpoint_dir, Manifest manifest)
     : dir_(std::move(checkpoint_dir)), manifest_(std::move(manifest)) {}
 
@@ -18,7 +25,7 @@ const TensorMap& ShardReader::shard(int rank) {
   if (rank < 0 || rank >= static_cast<int>(manifest_.shards.size()))
     throw core::UserError(dir_ + ": the checkpoint has no shard for rank " + std::to_string(rank));
   const ShardInfo& info = manifest_.shards[rank];
-  const std::string path = (fs::path(dir_) / info.file).string();
+  const std::string path = shard_path(rank);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw core::UserError(path + ": checkpoint shard is missing");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
@@ -33,6 +40,10 @@ const TensorMap& ShardReader::shard(int rank) {
     throw core::UserError(path + ": checkpoint shard is not readable (" + e.what_without_backtrace() + ")");
   }
   return cache_[rank] = std::move(tensors);
+}
+
+std::string ShardReader::shard_path(int rank) const {
+  return (fs::path(dir_) / manifest_.shards.at(rank).file).string();
 }
 
 const ShardInfo& ShardReader::holder(const std::string& name, int tp) const {
@@ -57,7 +68,7 @@ torch::Tensor ShardReader::tensor(int rank, const std::string& kind, const std::
     const TensorMap& t = shard(peer.rank);
     if (auto it = t.find(kind + name); it != t.end()) return it->second;  // a peer holds it whole
     for (auto it = t.lower_bound(prefix); it != t.end() && it->first.rfind(prefix, 0) == 0; ++it) {
-      const std::int64_t start = std::stoll(it->first.substr(prefix.size()));
+      const std::int64_t start = piece_start(it->first, prefix, shard_path(peer.rank));
       if (start < 0 || start + it->second.numel() > whole.numel())
         throw core::UserError(dir_ + ": rank " + std::to_string(peer.rank) + "'s '" + it->first + "' (" +
                               std::to_string(it->second.numel()) + " values) lies outside '" + name + "' (" +

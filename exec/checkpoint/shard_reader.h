@@ -24,6 +24,10 @@ using TensorMap = std::map<std::string, torch::Tensor>;
 
 inline const std::vector<std::string> kStateKinds = {"param/", "exp_avg/", "exp_avg_sq/"};
 
+// START of a piece's key "<kind><name>@START" (`prefix`: "<kind><name>@").  Throws
+// core::UserError naming `shard` when it is not a number.
+std::int64_t piece_start(const std::string& key, const std::string& prefix, const std::string& shard);
+
 class ShardReader {
  public:
   ShardReader(std::string checkpoint_dir, Manifest manifest);
@@ -31,6 +35,7 @@ class ShardReader {
   // One rank's shard, read once and kept.  Throws core::UserError for a missing,
   // truncated or unreadable file.
   const TensorMap& shard(int rank);
+  std::string shard_path(int rank) const;  // the file of rank `rank`'s shard
   // Rank `rank`'s tensor `kind + name` (kind from kStateKinds): from its shard, or for
   // ZeRO-1 state assembled from the shards of its dp group (the ranks of its tp and
   // pp coordinates).  Throws core::UserError when it is missing or incomplete.
