@@ -116,14 +116,16 @@ void fill_from_dp_group(ShardReader& reader, int rank, const FlatParameters& fla
 }
 
 // Resuming on another mesh: each serial tensor reassembled from the shards (tp shards
-// concatenated, ZeRO-1 pieces put together), and this rank's tp slice of it.
-void fill_from_serial(ShardReader& reader, const FlatParameters& flat, const std::map<std::string, int>& dims,
-                      const TpContext& tp, std::array<torch::Tensor, 3>& buffers) {
+// concatenated, ZeRO-1 pieces put together), and this rank's tp part of it (TpSlicer: the
+// vocabulary's padding rows follow this run's tp, not the checkpoint's).
+void fill_from_serial(ShardReader& reader, const FlatParameters& flat, const TpSlicer& slicer, const TpContext& tp,
+                      std::array<torch::Tensor, 3>& buffers) {
   for (const auto& slot : flat.slots())
     for (size_t k = 0; k < kStateKinds.size(); ++k) {
-      torch::Tensor value = reader.serial(kStateKinds[k], slot.name);
-      if (auto d = dims.find(slot.name); d != dims.end() && tp.size() > 1) value = value.chunk(tp.size(), d->second)[tp.rank()];
-      copy_into(slot_view(buffers[k], slot), value, kStateKinds[k] + slot.name);
+      const std::string key = kStateKinds[k] + slot.name;
+      const torch::Tensor value =
+          slicer.slice(slot.name, reader.serial(kStateKinds[k], slot.name), slot.param.sizes(), tp, "checkpoint: '" + key + "'");
+      copy_into(slot_view(buffers[k], slot), value, key);
     }
 }
 
@@ -259,7 +261,7 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
     std::array<torch::Tensor, 3> buffers;
     for (torch::Tensor& b : buffers) b = torch::zeros({flat.grads().numel()}, torch::kFloat32);
     if (!same_layout)
-      fill_from_serial(reader, flat, tp_shard_dims(*pm.chunks[c].model), pm.tp, buffers);
+      fill_from_serial(reader, flat, TpSlicer(*pm.chunks[c].model), pm.tp, buffers);
     else if (!fill_from_own_shard(reader, comm.rank(), flat, opt.pieces(), buffers))
       fill_from_dp_group(reader, comm.rank(), flat, buffers);
     opt.load_state(buffers[0], buffers[1], buffers[2]);  // ZeRO-1: reads its pieces, gathers the rest

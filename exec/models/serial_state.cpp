@@ -46,36 +46,38 @@ std::vector<torch::Tensor> replicated_parameters(torch::nn::Module& model) {
   return out;
 }
 
+TpSlicer::TpSlicer(torch::nn::Module& model) : dims_(tp_shard_dims(model)), vocab_(vocab_weights(model)) {}
+
+torch::Tensor TpSlicer::slice(const std::string& name, const torch::Tensor& full, c10::IntArrayRef shard,
+                              const TpContext& tp, const std::string& what) const {
+  auto bad_shape = [&] {
+    return core::UserError(what + " has shape " + c10::str(full.sizes()) + ", which does not fit this model (shard " +
+                           c10::str(shard) + " at tp " + std::to_string(tp.size()) + ")");
+  };
+  if (auto v = vocab_.find(name); v != vocab_.end()) {
+    const VocabShard& s = v->second->shard();
+    if (full.dim() != 2 || shard.size() != 2 || full.size(0) < v->second->vocab() || full.size(1) != shard[1])
+      throw bad_shape();
+    torch::Tensor rows = torch::zeros(shard, full.options());
+    if (s.valid > 0) rows.narrow(0, 0, s.valid).copy_(full.narrow(0, s.first, s.valid));
+    return rows;
+  }
+  torch::Tensor part = full;
+  if (auto d = dims_.find(name); d != dims_.end()) {
+    if (full.dim() <= d->second || full.size(d->second) % tp.size() != 0) throw bad_shape();
+    part = full.chunk(tp.size(), d->second)[tp.rank()];
+  }
+  if (part.sizes() != shard) throw bad_shape();
+  return part;
+}
+
 void load_serial_state(torch::nn::Module& model, const SerialState& state, const TpContext& tp) {
-  const auto dims = tp_shard_dims(model);
-  const auto vocab = vocab_weights(model);
+  const TpSlicer slicer(model);
   torch::NoGradGuard no_grad;
   for (auto& item : model.named_parameters()) {
     auto it = state.find(item.key());
     if (it == state.end()) throw core::UserError("weights: tensor '" + item.key() + "' is missing");
-    torch::Tensor full = it->second;
-    auto bad_shape = [&] {
-      return core::UserError("weights: tensor '" + item.key() + "' has shape " + c10::str(it->second.sizes()) +
-                             ", which does not fit this model (shard " + c10::str(item.value().sizes()) + " at tp " +
-                             std::to_string(tp.size()) + ")");
-    };
-    if (auto v = vocab.find(item.key()); v != vocab.end()) {
-      const VocabShard& s = v->second->shard();
-      // A checkpoint's merged shards may carry another tp degree's zero padding rows.
-      if (full.dim() != 2 || full.size(0) < v->second->vocab() || full.size(1) != item.value().size(1))
-        throw bad_shape();
-      full = full.narrow(0, 0, v->second->vocab());
-      item.value().zero_();
-      if (s.valid > 0) item.value().narrow(0, 0, s.valid).copy_(full.narrow(0, s.first, s.valid));
-      continue;
-    }
-    auto d = dims.find(item.key());
-    if (d != dims.end()) {
-      if (full.dim() <= d->second || full.size(d->second) % tp.size() != 0) throw bad_shape();
-      full = full.chunk(tp.size(), d->second)[tp.rank()];
-    }
-    if (full.sizes() != item.value().sizes()) throw bad_shape();
-    item.value().copy_(full);
+    item.value().copy_(slicer.slice(item.key(), it->second, item.value().sizes(), tp, "weights: tensor '" + item.key() + "'"));
   }
 }
 

