@@ -129,6 +129,18 @@ void fill_from_serial(ShardReader& reader, const FlatParameters& flat, const TpS
     }
 }
 
+// How tensor parallelism splits this rank's parameters, for resharding: the dimension of
+// each split one, and the real rows of each vocabulary-parallel one (padded to a multiple of tp).
+nlohmann::json tp_layout(ParallelModel& pm) {
+  std::map<std::string, int> dims;
+  std::map<std::string, std::int64_t> rows;
+  for (auto& chunk : pm.chunks) {
+    for (const auto& [name, dim] : tp_shard_dims(*chunk.model)) dims[name] = dim;
+    for (const auto& [name, n] : vocabulary_rows(*chunk.model)) rows[name] = n;
+  }
+  return {{"tp_shard_dims", dims}, {"vocabulary_rows", rows}};
+}
+
 // Keys whose change makes the resumed run differ from the uninterrupted one.
 void warn_about_plan_changes(const nlohmann::json& saved, const nlohmann::json& now) {
   static const std::vector<std::string> layout_keys = {"mesh_dim", "mesh_name", "strategy_name", "schedule",
@@ -183,11 +195,9 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
   core::write_file_atomically(shard_path, std::string(bytes.begin(), bytes.end()));
 
   // Rank 0 learns every shard's contents and, for resharding, how each parameter is split.
-  std::map<std::string, int> my_dims;
-  for (auto& chunk : pm.chunks)
-    for (const auto& [name, dim] : tp_shard_dims(*chunk.model)) my_dims[name] = dim;
-  const std::vector<std::string> infos =
-      comm.gather_strings(nlohmann::json{{"shard", shard_to_json(info)}, {"tp_shard_dims", my_dims}}.dump());
+  nlohmann::json mine = tp_layout(pm);
+  mine["shard"] = shard_to_json(info);
+  const std::vector<std::string> infos = comm.gather_strings(mine.dump());
   if (rank == 0) {
     Manifest& m = progress;
     m.plan = plan.to_json();
@@ -197,11 +207,13 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
     m.cp = mesh.size(core::Axis::Cp);
     m.chunks = static_cast<int>(pm.chunks.size());
     m.tp_shard_dims.clear();
+    m.vocabulary_rows.clear();
     m.shards.clear();
     for (const std::string& s : infos) {
       const auto j = nlohmann::json::parse(s);
       m.shards.push_back(shard_from_json(j.at("shard")));
       for (const auto& [name, dim] : j.at("tp_shard_dims").items()) m.tp_shard_dims[name] = dim.get<int>();
+      for (const auto& [name, rows] : j.at("vocabulary_rows").items()) m.vocabulary_rows[name] = rows.get<std::int64_t>();
       const fs::path p = partial / m.shards.back().file;
       if (!fs::exists(p) || static_cast<long long>(fs::file_size(p)) != m.shards.back().bytes)
         throw core::UserError(p.string() + ": shard missing after the save - is " + run_dir_ +

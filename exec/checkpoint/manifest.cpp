@@ -58,6 +58,7 @@ Json manifest_to_json(const Manifest& m) {
           {"epoch_stats", m.epoch_stats},
           {"mesh", {{"dp", m.dp}, {"tp", m.tp}, {"pp", m.pp}, {"cp", m.cp}, {"chunks", m.chunks}}},
           {"tp_shard_dims", m.tp_shard_dims},
+          {"vocabulary_rows", m.vocabulary_rows},
           {"plan", m.plan},
           {"shards", shards}};
 }
@@ -95,6 +96,8 @@ Manifest read_manifest(const std::string& checkpoint_dir) {
     m.chunks = mesh.at("chunks").get<int>();
     field = "tp_shard_dims";
     m.tp_shard_dims = j.at("tp_shard_dims").get<std::map<std::string, int>>();
+    field = "vocabulary_rows";
+    if (j.contains("vocabulary_rows")) m.vocabulary_rows = j.at("vocabulary_rows").get<std::map<std::string, std::int64_t>>();
     field = "plan";
     m.plan = j.at("plan");
     field = "shards";

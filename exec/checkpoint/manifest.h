@@ -41,6 +41,9 @@ struct Manifest {
   nlohmann::json plan;  // core::Plan::to_json() of the run
   int dp = 1, tp = 1, pp = 1, cp = 1, chunks = 1;  // cp: absent from manifests before it, 1
   std::map<std::string, int> tp_shard_dims;  // parameter name -> dim tp splits (absent: replicated)
+  // Vocabulary-parallel weights -> their real rows: the serial tensor without tp's padding
+  // (absent before session 34, whose merged shards keep the padding rows).
+  std::map<std::string, std::int64_t> vocabulary_rows;
   std::vector<ShardInfo> shards;
 };
 

@@ -1,5 +1,6 @@
 #include "exec/checkpoint/shard_reader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -99,7 +100,11 @@ torch::Tensor ShardReader::serial(const std::string& kind, const std::string& na
   if (dim == manifest_.tp_shard_dims.end() || manifest_.tp == 1) return piece(0);
   std::vector<torch::Tensor> pieces;
   for (int tp = 0; tp < manifest_.tp; ++tp) pieces.push_back(piece(tp));
-  return torch::cat(pieces, dim->second);
+  torch::Tensor whole = torch::cat(pieces, dim->second);
+  // A vocabulary padded to a multiple of tp: the serial tensor has the real rows.
+  if (auto rows = manifest_.vocabulary_rows.find(name); rows != manifest_.vocabulary_rows.end())
+    whole = whole.narrow(0, 0, std::min(rows->second, whole.size(0)));
+  return whole;
 }
 
 std::vector<std::string> ShardReader::parameter_names() const {

@@ -40,7 +40,8 @@ class ShardReader {
   // ZeRO-1 state assembled from the shards of its dp group (the ranks of its tp and
   // pp coordinates).  Throws core::UserError when it is missing or incomplete.
   torch::Tensor tensor(int rank, const std::string& kind, const std::string& name);
-  // The serial tensor `kind + name`.
+  // The serial tensor `kind + name`: its tp shards concatenated, a vocabulary's padding
+  // rows dropped (checkpoints before session 34 keep them: the manifest lacks the rows).
   torch::Tensor serial(const std::string& kind, const std::string& name);
   // Every parameter name the checkpoint holds, in manifest order.
   std::vector<std::string> parameter_names() const;

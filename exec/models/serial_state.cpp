@@ -38,6 +38,12 @@ std::map<std::string, int> tp_shard_dims(torch::nn::Module& model) {
   return dims;
 }
 
+std::map<std::string, std::int64_t> vocabulary_rows(torch::nn::Module& model) {
+  std::map<std::string, std::int64_t> rows;
+  for (const auto& [name, v] : vocab_weights(model)) rows[name] = v->vocab();
+  return rows;
+}
+
 std::vector<torch::Tensor> replicated_parameters(torch::nn::Module& model) {
   const auto sharded = tp_shard_dims(model);
   std::vector<torch::Tensor> out;

