@@ -180,11 +180,14 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
   info.cp = mesh.coord(rank, core::Axis::Cp);
   info.file = shard_file(rank);
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
+    // Without ZeRO-1 the replicas (dp × cp) hold the same state: the first one writes it
+    // and the others' shards hold their RNG state only.
+    const bool replica_copy = !optimizers[c]->sharded() && (info.dp != 0 || info.cp != 0);
     const std::vector<FlatAdamW::StatePiece> pieces = optimizers[c]->state_pieces();
     for (const auto& slot : pm.chunks[c].flat->slots()) {
       info.tensors.push_back(slot.name);
       info.shapes[slot.name] = slot.param.sizes().vec();
-      insert_state(dict, slot, pieces);
+      if (!replica_copy) insert_state(dict, slot, pieces);
     }
   }
   dict.insert("rng/cpu", at::detail::getDefaultCPUGenerator().get_state());

@@ -24,7 +24,9 @@ struct ShardInfo {
   int dp = 0, tp = 0, pp = 0, cp = 0;  // mesh coordinates of the rank that wrote it
   std::string file;            // relative to the checkpoint directory
   long long bytes = 0;         // size on disk, checked before loading (truncation)
-  std::vector<std::string> tensors;  // serial parameter names it holds a (tp-)shard of
+  // Serial parameter names the rank holds a (tp-)shard of; its file holds their state
+  // unless another replica's does (without ZeRO-1, only dp 0 and cp 0 write it).
+  std::vector<std::string> tensors;
   // Their shapes on this rank (the tp shard's): what reassembles a parameter the shards
   // hold in ZeRO-1 pieces only.  Absent from manifests before session 34, whose shards
   // hold every parameter whole.

@@ -21,6 +21,8 @@ using TensorMap = std::map<std::string, torch::Tensor>;
 // holds the state of the parameters its pieces cover whole, and of the others the parts
 // it owns, flattened, as "param/<name>@<first element>" (and exp_avg, exp_avg_sq); the
 // manifest records each parameter's shape.  (Version-1 checkpoints: params always whole.)
+// Without ZeRO-1 the replicas' state is one state: only the shards of dp 0 and cp 0 hold
+// it (since session 34), the others' hold "rng/cpu" alone.
 
 inline const std::vector<std::string> kStateKinds = {"param/", "exp_avg/", "exp_avg_sq/"};
 

@@ -38,6 +38,7 @@ class FlatAdamW {
   // (--save-params); checkpoints write state_pieces() instead.
   torch::Tensor whole_masters();
   bool fused() const { return fused_; }
+  bool sharded() const { return shards_ != nullptr; }  // ZeRO-1: this rank holds pieces of the state
   static bool fused_available();  // LibTorch has _fused_adamw_ (2.4 and later: CPU and CUDA)
 
   long steps() const;  // steps taken (skipped ones not counted); reads the device's count

@@ -1,5 +1,6 @@
 // Checkpoints of a 2x2x2 run: stopping after step 5 and resuming gives steps 6-10
-// bit for bit equal to the uninterrupted run; a rank killed in the middle of a save
+// bit for bit equal to the uninterrupted run (the dp 1 ranks from the dp 0 ranks' state:
+// one replica writes it); a rank killed in the middle of a save
 // leaves the previous checkpoint loadable; the checkpoint continues on a 1x2x1 mesh
 // (resharding) with matching losses; `quintnet checkpoint export` equals the
 // parameters the run itself writes; damaged checkpoints are refused with a message.
@@ -107,6 +108,21 @@ TEST(Checkpoint, ResumeAfterStepFiveContinuesBitwise) {
   auto first = train(ref.config, 8, "--metrics " + d + "/a.jsonl --checkpoint-dir " + d + "/run --checkpoint-every 5 --stop-at-step 5");
   ASSERT_EQ(first.code, 0) << first.err;
   EXPECT_NE(first.out.find("stopped after step 5 of 10"), std::string::npos) << first.out;
+  // The dp 1 replicas' shards hold their RNG state only (their parameters and moments are
+  // the dp 0 ranks'): so the dp 1 ranks below resume from their peers' shards.
+  const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(d + "/run/step-00000005/manifest.json"));
+  int replicas = 0;
+  for (const auto& shard : manifest.at("shards")) {
+    const auto saved = load_params({d + "/run/step-00000005/" + shard.at("file").get<std::string>()});
+    if (shard.at("dp").get<int>() == 0) {
+      EXPECT_GT(saved.size(), 10u) << shard.at("file");
+      continue;
+    }
+    ++replicas;
+    EXPECT_EQ(saved.size(), 1u) << shard.at("file");
+    EXPECT_TRUE(saved.count("rng/cpu")) << shard.at("file");
+  }
+  EXPECT_EQ(replicas, 4);
   auto second = train(ref.config, 8, "--metrics " + d + "/b.jsonl --resume " + d + "/run --save-params " + d + "/final.pt");
   ASSERT_EQ(second.code, 0) << second.err;
   EXPECT_NE(second.out.find("resumed from"), std::string::npos) << second.out;
@@ -213,8 +229,8 @@ TEST(Checkpoint, ZeroOneResumesBitwiseAndReshardsOntoDp4AndDp1) {
   const auto ref = straight_losses_and_checkpoint_at_five(config, 2, d);
   ASSERT_EQ(ref.size(), 10u);
   // On disk the state stays sharded: the two shards hold the parameters and the two
-  // moments once (3 parameter sizes; without ZeRO-1 2 x 3, before session 34 the
-  // parameters twice: 4), and `export --with-optimizer` reassembles them from both.
+  // moments once (3 parameter sizes, as without ZeRO-1 where dp 0 writes them all; before
+  // session 34 the parameters twice: 4), and `export --with-optimizer` reassembles them.
   std::uintmax_t shard_bytes = 0;
   for (const auto& e : fs::directory_iterator(d + "/run/step-00000005"))
     if (e.path().extension() == ".pt") shard_bytes += fs::file_size(e.path());
