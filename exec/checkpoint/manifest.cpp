@@ -15,7 +15,8 @@ using Json = nlohmann::json;
 
 namespace {
 // Version 2 (session 34): under ZeRO-1 the masters are sharded on disk like the moments,
-// and each shard records its parameters' shapes.  Version 1 checkpoints still load.
+// without it only the first replica writes the state, each shard records its parameters'
+// shapes and the manifest the vocabulary's real rows.  Version 1 checkpoints still load.
 constexpr int kFormatVersion = 2;
 constexpr const char* kFormat = "quintnet-checkpoint";
 }  // namespace
