@@ -90,18 +90,8 @@ bool fill_from_own_shard(ShardReader& reader, int rank, const FlatParameters& fl
         copy_into(slot_view(buffers[k], slot), whole->second, key);
         continue;
       }
-      std::int64_t found = 0;
-      const std::string prefix = key + "@";
-      for (auto it = own.lower_bound(prefix); it != own.end() && it->first.rfind(prefix, 0) == 0; ++it) {
-        const std::int64_t start = piece_start(it->first, prefix, reader.shard_path(rank)),
-                           n = it->second.numel();
-        if (start < 0 || start + n > slot.numel)
-          throw core::UserError("checkpoint: rank " + std::to_string(rank) + "'s '" + it->first + "' lies outside '" +
-                                slot.name + "' (" + std::to_string(slot.numel) + " values)");
-        buffers[k].narrow(0, slot.offset + start, n).copy_(it->second);
-        found += n;
-      }
-      if (found != owned) return false;
+      if (copy_pieces(own, key, buffers[k].narrow(0, slot.offset, slot.numel), reader.shard_path(rank)) != owned)
+        return false;
     }
   }
   return true;

@@ -11,11 +11,21 @@
 namespace quintnet::exec {
 namespace fs = std::filesystem;
 
-std::int64_t piece_start(const std::string& key, const std::string& prefix, const std::string& shard) {
-  const std::string digits = key.substr(prefix.size());
-  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18)
-    throw core::UserError(shard + ": '" + key + "' is not a piece of a tensor (expected NAME@START)");
-  return std::stoll(digits);
+std::int64_t copy_pieces(const TensorMap& shard, const std::string& key, torch::Tensor dest, const std::string& path) {
+  const std::string prefix = key + "@";
+  std::int64_t found = 0;
+  for (auto it = shard.lower_bound(prefix); it != shard.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    const std::string digits = it->first.substr(prefix.size());
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18)
+      throw core::UserError(path + ": '" + it->first + "' is not a piece of a tensor (expected NAME@START)");
+    const std::int64_t start = std::stoll(digits), n = it->second.numel();
+    if (start + n > dest.numel())
+      throw core::UserError(path + ": '" + it->first + "' (" + std::to_string(n) + " values) lies outside '" + key +
+                            "' (" + std::to_string(dest.numel()) + ")");
+    dest.narrow(0, start, n).copy_(it->second.reshape({-1}));
+    found += n;
+  }
+  return found;
 }
 
 ShardReader::ShardReader(std::string checkpoint_dir, Manifest manifest)
@@ -63,20 +73,11 @@ torch::Tensor ShardReader::tensor(int rank, const std::string& kind, const std::
   const std::vector<std::int64_t> shape = shape_of(rank, name);
   torch::Tensor whole = torch::empty({std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>())}, torch::kFloat32);
   std::int64_t covered = 0;
-  const std::string prefix = kind + name + "@";
   for (const ShardInfo& peer : manifest_.shards) {
     if (peer.tp != me.tp || peer.pp != me.pp) continue;
     const TensorMap& t = shard(peer.rank);
     if (auto it = t.find(kind + name); it != t.end()) return it->second;  // a peer holds it whole
-    for (auto it = t.lower_bound(prefix); it != t.end() && it->first.rfind(prefix, 0) == 0; ++it) {
-      const std::int64_t start = piece_start(it->first, prefix, shard_path(peer.rank));
-      if (start < 0 || start + it->second.numel() > whole.numel())
-        throw core::UserError(dir_ + ": rank " + std::to_string(peer.rank) + "'s '" + it->first + "' (" +
-                              std::to_string(it->second.numel()) + " values) lies outside '" + name + "' (" +
-                              std::to_string(whole.numel()) + ")");
-      whole.narrow(0, start, it->second.numel()).copy_(it->second);
-      covered += it->second.numel();
-    }
+    covered += copy_pieces(t, kind + name, whole, shard_path(peer.rank));
   }
   if (covered != whole.numel())
     throw core::UserError(dir_ + ": the shards of dp group (tp " + std::to_string(me.tp) + ", pp " +

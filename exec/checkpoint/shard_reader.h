@@ -26,9 +26,11 @@ using TensorMap = std::map<std::string, torch::Tensor>;
 
 inline const std::vector<std::string> kStateKinds = {"param/", "exp_avg/", "exp_avg_sq/"};
 
-// START of a piece's key "<kind><name>@START" (`prefix`: "<kind><name>@").  Throws
-// core::UserError naming `shard` when it is not a number.
-std::int64_t piece_start(const std::string& key, const std::string& prefix, const std::string& shard);
+// Copies the ZeRO-1 pieces of tensor `key` ("<kind><name>") that `shard` (read from
+// `path`) holds — its entries "key@START" — into their places in `dest`, the tensor
+// flattened; returns how many values they held.  Throws core::UserError naming `path`
+// for a START that is not a number or a piece outside `dest`.
+std::int64_t copy_pieces(const TensorMap& shard, const std::string& key, torch::Tensor dest, const std::string& path);
 
 class ShardReader {
  public:

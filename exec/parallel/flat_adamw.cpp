@@ -50,21 +50,25 @@ void FlatAdamW::step(double lr, const torch::Tensor& skip) {
   }
   if (!shards_) {
     update(flat_.params(), flat_.grads(), lr, skip);
-  } else if (master_pieces_.defined()) {
-    // What the next forward needs is the bf16 copy: this rank casts its updated pieces
-    // and gathers the others' (half the bytes of fp32 masters; a skipped step gathers the
-    // weights as they were).
-    update(master_pieces_, shards_->take(flat_.grads()), lr, skip);
-    torch::Tensor weights = flat_.weights();
-    shards_->gather_into(master_pieces_.to(weights.scalar_type()), weights);
+    // Under bf16 weights the model computes with a bf16 copy of the masters (a skipped
+    // step leaves the masters, so the copy too, as they were).
+    flat_.refresh_weights();
     return;
-  } else {
-    torch::Tensor p = shards_->take(flat_.params());
-    update(p, shards_->take(flat_.grads()), lr, skip);
-    shards_->gather_into(p, flat_.params());
   }
-  // Under bf16 weights the model computes with a bf16 copy of the masters (a skipped
-  // step leaves the masters, so the copy too, as they were).
+  torch::Tensor p = master_pieces_.defined() ? master_pieces_ : shards_->take(flat_.params());
+  update(p, shards_->take(flat_.grads()), lr, skip);
+  gather_pieces(p);  // a skipped step gathers the weights as they were
+}
+
+void FlatAdamW::gather_pieces(const torch::Tensor& pieces) {
+  if (master_pieces_.defined()) {
+    // What the next forward needs is the bf16 copy: each rank casts its pieces and the
+    // ranks gather them (half the bytes of fp32 masters).
+    torch::Tensor weights = flat_.weights();
+    shards_->gather_into(pieces.to(weights.scalar_type()), weights);
+    return;
+  }
+  shards_->gather_into(pieces, flat_.params());
   flat_.refresh_weights();
 }
 
@@ -121,17 +125,11 @@ void FlatAdamW::load_state(const torch::Tensor& masters, const torch::Tensor& ex
     exp_avg_sq_.copy_(exp_avg_sq);
     return;
   }
-  const torch::Tensor mine = shards_->take(masters).to(flat_.grads().device());
+  torch::Tensor mine = shards_->take(masters).to(flat_.grads().device());
   exp_avg_.copy_(shards_->take(exp_avg));
   exp_avg_sq_.copy_(shards_->take(exp_avg_sq));
-  if (master_pieces_.defined()) {
-    master_pieces_.copy_(mine);
-    torch::Tensor weights = flat_.weights();
-    shards_->gather_into(master_pieces_.to(weights.scalar_type()), weights);
-  } else {
-    shards_->gather_into(mine, flat_.params());
-    flat_.refresh_weights();
-  }
+  if (master_pieces_.defined()) mine = master_pieces_.copy_(mine);
+  gather_pieces(mine);
 }
 
 std::vector<ZeroShards::Range> FlatAdamW::pieces() const {

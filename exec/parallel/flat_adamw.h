@@ -65,6 +65,11 @@ class FlatAdamW {
 
  private:
   void update(torch::Tensor& p, const torch::Tensor& g, double lr, const torch::Tensor& skip);
+  // ZeRO-1: every dp rank's `pieces` of the parameters (this rank's, as take() lays them
+  // out) into the whole buffer the model computes with — the bf16 weights when this
+  // optimizer holds the masters, else the fp32 parameters, which the weights follow.
+  // Collective over dp.
+  void gather_pieces(const torch::Tensor& pieces);
 
   FlatParameters& flat_;
   double weight_decay_, beta1_, beta2_, eps_;
