@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "exec/checkpoint/reshard.h"
 #include "exec/checkpoint/shard_reader.h"
 #include "exec/models/serial_state.h"
 
@@ -46,8 +47,10 @@ void maybe_die_mid_write(int rank, long step, const std::string& path, const std
 // under "param/NAME@START" (START: the part's first element in the flattened parameter).
 // So ZeRO-1's state stays sharded on disk as in memory, each dp rank writing 1/dp of it
 // and nothing gathered to save; ShardReader reassembles it from the dp ranks' shards.
-void insert_state(c10::Dict<std::string, torch::Tensor>& dict, const FlatParameters::Slot& slot,
+// Returns whether any piece covers a part of the slot.
+bool insert_state(c10::Dict<std::string, torch::Tensor>& dict, const FlatParameters::Slot& slot,
                   const std::vector<FlatAdamW::StatePiece>& pieces) {
+  bool inserted = false;
   for (const FlatAdamW::StatePiece& p : pieces) {
     const std::int64_t begin = std::max(slot.offset, p.offset);
     const std::int64_t end = std::min(slot.offset + slot.numel, p.offset + p.exp_avg.numel());
@@ -61,7 +64,9 @@ void insert_state(c10::Dict<std::string, torch::Tensor>& dict, const FlatParamet
     };
     const torch::Tensor* states[] = {&p.masters, &p.exp_avg, &p.exp_avg_sq};
     for (size_t k = 0; k < kStateKinds.size(); ++k) dict.insert(kStateKinds[k] + slot.name + suffix, part(*states[k]));
+    inserted = true;
   }
+  return inserted;
 }
 
 void copy_into(torch::Tensor dst, const torch::Tensor& src, const std::string& what) {
@@ -95,28 +100,6 @@ bool fill_from_own_shard(ShardReader& reader, int rank, const FlatParameters& fl
     }
   }
   return true;
-}
-
-// Resuming on the checkpoint's mesh with other ZeRO-1 pieces: each tensor reassembled
-// from the shards of this rank's dp group.
-void fill_from_dp_group(ShardReader& reader, int rank, const FlatParameters& flat, std::array<torch::Tensor, 3>& buffers) {
-  for (const auto& slot : flat.slots())
-    for (size_t k = 0; k < kStateKinds.size(); ++k)
-      copy_into(slot_view(buffers[k], slot), reader.tensor(rank, kStateKinds[k], slot.name), kStateKinds[k] + slot.name);
-}
-
-// Resuming on another mesh: each serial tensor reassembled from the shards (tp shards
-// concatenated, ZeRO-1 pieces put together), and this rank's tp part of it (TpSlicer: the
-// vocabulary's padding rows follow this run's tp, not the checkpoint's).
-void fill_from_serial(ShardReader& reader, const FlatParameters& flat, const TpSlicer& slicer, const TpContext& tp,
-                      std::array<torch::Tensor, 3>& buffers) {
-  for (const auto& slot : flat.slots())
-    for (size_t k = 0; k < kStateKinds.size(); ++k) {
-      const std::string key = kStateKinds[k] + slot.name;
-      const torch::Tensor value =
-          slicer.slice(slot.name, reader.serial(kStateKinds[k], slot.name), slot.param.sizes(), tp, "checkpoint: '" + key + "'");
-      copy_into(slot_view(buffers[k], slot), value, key);
-    }
 }
 
 // How tensor parallelism splits this rank's parameters, for resharding: the dimension of
@@ -169,6 +152,7 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
   info.pp = mesh.coord(rank, core::Axis::Pp);
   info.cp = mesh.coord(rank, core::Axis::Cp);
   info.file = shard_file(rank);
+  info.state.emplace();
   for (size_t c = 0; c < pm.chunks.size(); ++c) {
     // Without ZeRO-1 the replicas (dp × cp) hold the same state: the first one writes it
     // and the others' shards hold their RNG state only.
@@ -177,7 +161,7 @@ std::string CheckpointWriter::save(Communicator& comm, const core::Plan& plan, P
     for (const auto& slot : pm.chunks[c].flat->slots()) {
       info.tensors.push_back(slot.name);
       info.shapes[slot.name] = slot.param.sizes().vec();
-      if (!replica_copy) insert_state(dict, slot, pieces);
+      if (!replica_copy && insert_state(dict, slot, pieces)) info.state->push_back(slot.name);
     }
   }
   dict.insert("rng/cpu", at::detail::getDefaultCPUGenerator().get_state());
@@ -241,7 +225,7 @@ void CheckpointWriter::prune() const {
   }
 }
 
-Manifest load_checkpoint(const std::string& path, Communicator& comm, const core::Plan& plan, ParallelModel& pm,
+LoadedCheckpoint load_checkpoint(const std::string& path, Communicator& comm, const core::Plan& plan, ParallelModel& pm,
                          const Optimizers& optimizers) {
   const std::string dir = resolve_checkpoint(path);
   ShardReader reader(dir, read_manifest(dir));
@@ -265,10 +249,8 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
     // several times its size) just to be cut into this rank's pieces.
     std::array<torch::Tensor, 3> buffers;
     for (torch::Tensor& b : buffers) b = torch::zeros({flat.grads().numel()}, torch::kFloat32);
-    if (!same_layout)
-      fill_from_serial(reader, flat, TpSlicer(*pm.chunks[c].model), pm.tp, buffers);
-    else if (!fill_from_own_shard(reader, comm.rank(), flat, opt.pieces(), buffers))
-      fill_from_dp_group(reader, comm.rank(), flat, buffers);
+    if (!same_layout || !fill_from_own_shard(reader, comm.rank(), flat, opt.pieces(), buffers))
+      fill_from_shards(reader, *pm.chunks[c].model, flat, pm.tp, buffers);
     opt.load_state(buffers[0], buffers[1], buffers[2]);  // ZeRO-1: reads its pieces, gathers the rest
     opt.set_steps(m.step);
   }
@@ -278,7 +260,7 @@ Manifest load_checkpoint(const std::string& path, Communicator& comm, const core
     cpu_generator.set_state(reader.shard(comm.rank()).at("rng/cpu"));
   }
   comm.barrier(comm.world());
-  return m;
+  return {m, !same_layout, reader.files_read(), reader.bytes_read()};
 }
 
 }  // namespace quintnet::exec

@@ -6,9 +6,9 @@
 // layout and the crash guarantees are in manifest.h.
 //
 // Loading into the same mesh reads the rank's own shard and continues bit for bit;
-// loading into a different mesh (dp, tp, pp or chunks changed) reassembles each
-// serial tensor from the shards and slices this rank's part, like a serial
-// checkpoint would be.  The data order depends only on the step, so a resumed run
+// loading into a different mesh (dp, tp, pp or chunks changed) copies into each rank
+// the parts of the shards' tensors that overlap its own, one shard at a time
+// (reshard.h).  The data order depends only on the step, so a resumed run
 // sees the batches the uninterrupted one would have.
 #include <memory>
 #include <string>
@@ -40,11 +40,18 @@ class CheckpointWriter {
   int keep_;
 };
 
+// What load_checkpoint restored, and what this rank read to do it.
+struct LoadedCheckpoint {
+  Manifest manifest;
+  bool resharded = false;  // written on another mesh (or another number of chunks)
+  int shards_read = 0;     // of the manifest's shards
+  long long bytes_read = 0;
+};
+
 // Collective.  Restores parameters, optimizer moments and steps (and the RNG state
 // when the mesh is unchanged) from `path` (a step directory or a run directory with
-// `latest`) and returns its manifest.  Throws core::UserError for a checkpoint of
-// another model or a damaged one.
-Manifest load_checkpoint(const std::string& path, Communicator& comm, const core::Plan& plan, ParallelModel& pm,
+// `latest`).  Throws core::UserError for a checkpoint of another model or a damaged one.
+LoadedCheckpoint load_checkpoint(const std::string& path, Communicator& comm, const core::Plan& plan, ParallelModel& pm,
                          const Optimizers& optimizers);
 
 }  // namespace quintnet::exec

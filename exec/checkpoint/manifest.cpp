@@ -28,8 +28,10 @@ std::string step_dir_name(long step) {
 }
 
 Json shard_to_json(const ShardInfo& s) {
-  return {{"rank", s.rank}, {"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp}, {"file", s.file}, {"bytes", s.bytes},
-          {"tensors", s.tensors}, {"shapes", s.shapes}};
+  Json j = {{"rank", s.rank}, {"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp}, {"file", s.file}, {"bytes", s.bytes},
+            {"tensors", s.tensors}, {"shapes", s.shapes}};
+  if (s.state) j["state"] = *s.state;
+  return j;
 }
 
 ShardInfo shard_from_json(const Json& j) {
@@ -41,6 +43,7 @@ ShardInfo shard_from_json(const Json& j) {
   s.bytes = j.at("bytes").get<long long>();
   s.tensors = j.at("tensors").get<std::vector<std::string>>();
   if (j.contains("shapes")) s.shapes = j.at("shapes").get<std::map<std::string, std::vector<std::int64_t>>>();
+  if (j.contains("state")) s.state = j.at("state").get<std::vector<std::string>>();
   for (const auto& [name, shape] : s.shapes)
     for (std::int64_t d : shape)
       if (d < 0) throw std::invalid_argument("'" + name + "' has a negative size in its shape");

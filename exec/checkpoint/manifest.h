@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct ShardInfo {
   // hold in ZeRO-1 pieces only.  Absent from manifests before session 34, whose shards
   // hold every parameter whole.
   std::map<std::string, std::vector<std::int64_t>> shapes;
+  // Of `tensors`, those whose state (masters and moments) the file holds, whole or in
+  // ZeRO-1 pieces: what spares a resharding rank the shards that hold none of its state.
+  // Absent before session 35 (any of `tensors` may be there).
+  std::optional<std::vector<std::string>> state;
 };
 
 struct Manifest {

@@ -11,14 +11,33 @@
 namespace quintnet::exec {
 namespace fs = std::filesystem;
 
+namespace {
+
+// The START of a piece key "NAME@START"; `at` is the position of its '@'.
+std::int64_t piece_start(const std::string& key, size_t at, const std::string& path) {
+  const std::string digits = key.substr(at + 1);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18)
+    throw core::UserError(path + ": '" + key + "' is not a piece of a tensor (expected NAME@START)");
+  return std::stoll(digits);
+}
+
+}  // namespace
+
+std::optional<StateKey> parse_state_key(const std::string& key, const std::string& path) {
+  for (size_t k = 0; k < kStateKinds.size(); ++k) {
+    if (key.rfind(kStateKinds[k], 0) != 0) continue;
+    const size_t at = key.find('@', kStateKinds[k].size());
+    if (at == std::string::npos) return StateKey{k, key.substr(kStateKinds[k].size()), -1};
+    return StateKey{k, key.substr(kStateKinds[k].size(), at - kStateKinds[k].size()), piece_start(key, at, path)};
+  }
+  return std::nullopt;
+}
+
 std::int64_t copy_pieces(const TensorMap& shard, const std::string& key, torch::Tensor dest, const std::string& path) {
   const std::string prefix = key + "@";
   std::int64_t found = 0;
   for (auto it = shard.lower_bound(prefix); it != shard.end() && it->first.rfind(prefix, 0) == 0; ++it) {
-    const std::string digits = it->first.substr(prefix.size());
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18)
-      throw core::UserError(path + ": '" + it->first + "' is not a piece of a tensor (expected NAME@START)");
-    const std::int64_t start = std::stoll(digits), n = it->second.numel();
+    const std::int64_t start = piece_start(it->first, key.size(), path), n = it->second.numel();
     if (start + n > dest.numel())
       throw core::UserError(path + ": '" + it->first + "' (" + std::to_string(n) + " values) lies outside '" + key +
                             "' (" + std::to_string(dest.numel()) + ")");
@@ -33,6 +52,10 @@ ShardReader::ShardReader(std::string checkpoint_dir, Manifest manifest)
 
 const TensorMap& ShardReader::shard(int rank) {
   if (auto it = cache_.find(rank); it != cache_.end()) return it->second;
+  return cache_[rank] = read(rank);
+}
+
+TensorMap ShardReader::read(int rank) {
   if (rank < 0 || rank >= static_cast<int>(manifest_.shards.size()))
     throw core::UserError(dir_ + ": the checkpoint has no shard for rank " + std::to_string(rank));
   const ShardInfo& info = manifest_.shards[rank];
@@ -43,6 +66,8 @@ const TensorMap& ShardReader::shard(int rank) {
   if (static_cast<long long>(bytes.size()) != info.bytes)
     throw core::UserError(path + ": checkpoint shard has " + std::to_string(bytes.size()) + " bytes, the manifest says " +
                           std::to_string(info.bytes) + " (truncated or replaced)");
+  ++files_read_;
+  bytes_read_ += info.bytes;
   TensorMap tensors;
   try {
     for (const auto& kv : torch::pickle_load(bytes).toGenericDict())
@@ -50,7 +75,7 @@ const TensorMap& ShardReader::shard(int rank) {
   } catch (const c10::Error& e) {
     throw core::UserError(path + ": checkpoint shard is not readable (" + e.what_without_backtrace() + ")");
   }
-  return cache_[rank] = std::move(tensors);
+  return tensors;
 }
 
 std::string ShardReader::shard_path(int rank) const {

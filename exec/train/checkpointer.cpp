@@ -12,8 +12,9 @@ Checkpointer::Checkpointer(const core::Plan& plan, Communicator& comm, const Tra
 Manifest Checkpointer::start(ParallelModel& pm, const Optimizers& optimizers, long total_steps, RunLog& log) const {
   Manifest state;
   if (!options_.resume_path.empty()) {
-    state = load_checkpoint(options_.resume_path, comm_, plan_, pm, optimizers);
-    log.resumed(resolve_checkpoint(options_.resume_path), state.step, state.total_steps, total_steps);
+    const LoadedCheckpoint loaded = load_checkpoint(options_.resume_path, comm_, plan_, pm, optimizers);
+    log.resumed(resolve_checkpoint(options_.resume_path), loaded, total_steps);
+    state = loaded.manifest;
   }
   // A resumed run may be given another length: the learning-rate schedule follows this run's.
   state.total_steps = total_steps;

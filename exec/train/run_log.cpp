@@ -53,12 +53,16 @@ void RunLog::start(const TrainingData& data, long steps_per_epoch, int side_by_s
   std::fflush(stdout);
 }
 
-void RunLog::resumed(const std::string& checkpoint, long step, long planned_steps, long total_steps) {
+void RunLog::resumed(const std::string& checkpoint, const LoadedCheckpoint& loaded, long total_steps) {
   if (!on_) return;
-  std::printf("resumed from %s at step %ld\n", checkpoint.c_str(), step);
-  if (planned_steps != total_steps)
+  const Manifest& m = loaded.manifest;
+  std::printf("resumed from %s at step %ld", checkpoint.c_str(), m.step);
+  if (loaded.resharded)
+    std::printf(" (written on dp %d x tp %d x pp %d x cp %d, %d chunk(s) per rank)", m.dp, m.tp, m.pp, m.cp, m.chunks);
+  std::printf("; rank 0 read %d of its %zu shards (%.1f MB)\n", loaded.shards_read, m.shards.size(), loaded.bytes_read / 1e6);
+  if (m.total_steps != total_steps)
     std::printf("note: the checkpoint's run planned %ld steps, this one %ld: the learning-rate schedule differs\n",
-                planned_steps, total_steps);
+                m.total_steps, total_steps);
 }
 
 void RunLog::step(long step, int epoch, double loss, double lr, double grad_norm, double rate,

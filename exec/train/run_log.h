@@ -9,6 +9,7 @@
 
 #include "core/plan.h"
 #include "core/run_layout.h"
+#include "exec/checkpoint/checkpoint.h"
 #include "exec/data/training_data.h"
 #include "exec/train/trainer.h"
 
@@ -23,7 +24,8 @@ class RunLog {
   // `layout` runs), the table header.
   void start(const TrainingData& data, long steps_per_epoch, int microbatches_side_by_side, const std::string& communication,
              const core::RunLayout& layout);
-  void resumed(const std::string& checkpoint, long step, long planned_steps, long total_steps);
+  // Where the run continues from, and what rank 0 read of the checkpoint to get there.
+  void resumed(const std::string& checkpoint, const LoadedCheckpoint& loaded, long total_steps);
   // One optimizer step: the metrics line (rate: samples/s since training began;
   // skipped: a non-finite step whose optimizer step did not happen).
   void step(long step, int epoch, double loss, double lr, double grad_norm, double rate,

@@ -340,3 +340,54 @@ TEST(Checkpoint, Bf16WeightsUnderZeroOneShardTheMastersOnDisk) {
 }
 
 }  // namespace
+
+#include "exec/checkpoint/manifest.h"
+#include "exec/checkpoint/shard_reader.h"
+
+// A checkpoint of format version 1 (before session 34), made from a version-2 one as that
+// format wrote it: under ZeRO-1 every shard held the masters whole, only the moments in
+// pieces, and the manifest recorded no shapes.  It resumes on its own mesh bitwise and on
+// tp 4 and dp 4 with the uninterrupted run's losses: what a pieces-only reader (no shapes
+// to know which shards to open) or one counting each replica's whole masters again (then
+// 2×2 times the values) would not.
+TEST(Checkpoint, VersionOneCheckpointsStillLoadAndReshard) {
+  using namespace quintnet::exec;
+  const std::string zero = "zero_stage: 1\nbucket_size_mb: 0.05\n";
+  const std::string config = plan("ckpt_v1", "[2, 2, 1]", zero);
+  const std::string d = dir_for("v1");
+  const auto ref = straight_losses_and_checkpoint_at_five(config, 4, d);
+  ASSERT_EQ(ref.size(), 10u);
+  const std::string step = d + "/run/step-00000005";
+  ShardReader reader(step, read_manifest(step));
+  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(step + "/manifest.json"));
+  std::vector<std::vector<char>> rewritten;
+  for (const ShardInfo& s : reader.manifest().shards) {
+    c10::Dict<std::string, torch::Tensor> dict;
+    for (const auto& [key, value] : reader.shard(s.rank))
+      if (key.rfind("param/", 0) != 0) dict.insert(key, value);
+    for (const std::string& name : s.tensors) dict.insert("param/" + name, reader.tensor(s.rank, "param/", name).clone());
+    rewritten.push_back(torch::pickle_save(dict));
+  }
+  for (size_t r = 0; r < rewritten.size(); ++r) {
+    const std::string file = reader.shard_path(static_cast<int>(r));
+    std::ofstream(file, std::ios::binary | std::ios::trunc).write(rewritten[r].data(), static_cast<std::streamsize>(rewritten[r].size()));
+    manifest["shards"][r]["bytes"] = rewritten[r].size();
+    manifest["shards"][r].erase("shapes");
+    manifest["shards"][r].erase("state");
+  }
+  manifest["version"] = 1;
+  manifest.erase("vocabulary_rows");
+  std::ofstream(step + "/manifest.json", std::ios::trunc) << manifest.dump();
+  for (const auto& [mesh, nproc] : {std::pair<std::string, int>{"[2, 2, 1]", 4}, {"[1, 4, 1]", 4}, {"[4, 1, 1]", 4}}) {
+    auto r = train(plan("ckpt_v1_on", mesh, zero), nproc, "--metrics " + d + "/on.jsonl --resume " + d + "/run");
+    ASSERT_EQ(r.code, 0) << mesh << r.err;
+    const auto b = losses(d + "/on.jsonl");
+    ASSERT_EQ(b.size(), 5u) << mesh;
+    for (int i = 0; i < 5; ++i) {
+      if (mesh == "[2, 2, 1]") {
+        EXPECT_EQ(b[i], ref[5 + i]) << mesh << " step " << i + 6;
+      }
+      EXPECT_NEAR(b[i], ref[5 + i], 1e-5 * ref[5 + i]) << mesh << " step " << i + 6;
+    }
+  }
+}

