@@ -46,7 +46,8 @@ void maybe_die_mid_write(int rank, long step, const std::string& path, const std
 // covers the parameter (always without ZeRO-1), else each part a piece covers, flattened,
 // under "param/NAME@START" (START: the part's first element in the flattened parameter).
 // So ZeRO-1's state stays sharded on disk as in memory, each dp rank writing 1/dp of it
-// and nothing gathered to save; ShardReader reassembles it from the dp ranks' shards.
+// and nothing gathered to save; a resume on another mesh (reshard.h) and `quintnet checkpoint
+// export` (ShardReader) put it back together from the dp ranks' shards.
 // Returns whether any piece covers a part of the slot.
 bool insert_state(c10::Dict<std::string, torch::Tensor>& dict, const FlatParameters::Slot& slot,
                   const std::vector<FlatAdamW::StatePiece>& pieces) {

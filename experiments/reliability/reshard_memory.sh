@@ -8,7 +8,7 @@
 # checkpoint to load.  To compare two builds: the same losses, fewer shards, less memory.
 # Results: docs/EXECUTOR.md ("Checkpoints").
 #
-#   bash experiments/reliability/reshard_memory.sh [BUILD_BIN_DIR]
+#   bash experiments/reliability/reshard_memory.sh [BUILD_BIN_DIR]     (QN_KEEP=1 keeps its /tmp folder)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${1:-$root/build/bin}"
