@@ -76,7 +76,7 @@ if(TARGET quintnet_exec)
   install(EXPORT QuintNetExecTargets NAMESPACE QuintNet:: DESTINATION ${qn_cmake_dest})
 endif()
 # A stripped install (cmake --install --strip, the .deb) strips the executables; CMake
-# leaves static libraries alone, and libquintnet_exec.a is ~340 MB of debug info in a
+# leaves static libraries alone, and libquintnet_exec.a holds ~340 MB of debug info in a
 # RelWithDebInfo build: strip that debug info too (the symbols stay, it still links).
 install(CODE "
   if(CMAKE_INSTALL_DO_STRIP)

@@ -2,6 +2,7 @@
 # Configures and builds QuintNet with Ninja and ccache into build/ (executables in
 # build/bin/).  Extra arguments go to CMake, e.g. scripts/build.sh -DQN_WITH_QT=OFF.
 # Modules whose dependencies are missing are switched off (see the summary printed).
+# A Release build (optimised, no debug info); QN_BUILD_TYPE=RelWithDebInfo for a debugger.
 #
 #   bash scripts/build.sh --torch-wheel [CMAKE ARGS]
 #     the second build: core and exec against the LibTorch inside PyPI's torch wheel
@@ -37,6 +38,6 @@ generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 # Keep the generator of an existing build folder.
 [ -f "$build/CMakeCache.txt" ] && generator=()
-cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE="${QN_BUILD_TYPE:-RelWithDebInfo}" "${extra[@]}" "$@"
+cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE="${QN_BUILD_TYPE:-Release}" "${extra[@]}" "$@"
 cmake --build "$build" -j "$(nproc)"
 echo "build: executables in ${build#$root/}/bin: $(ls "$build/bin" | tr '\n' ' ')"

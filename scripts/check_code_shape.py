@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The code's shape, checked: function length and the layering of DESIGN.md.
+"""The code's shape, checked: function length, the layering of DESIGN.md, unity-safe names.
 
   python3 scripts/check_code_shape.py            # both checks; exit 1 on a violation
   python3 scripts/check_code_shape.py --lengths  # every function over 40 lines, longest first
@@ -10,6 +10,10 @@
 2. Includes go down the floors only: core includes no exec/sim/visualizer/python and no
    LibTorch, Qt or SimGrid; sim and the visualizer include no exec; inside exec, each
    folder includes only the folders below it (EXEC_FLOORS).
+3. A library built as unity files (UNITY_BUILD in its CMakeLists.txt) names each internal
+   function (in an anonymous namespace, or static) once: two files compiled into one unity
+   file would otherwise overload each other's helpers, and a call could silently take the
+   other file's.
 
 A plain scanner, not a compiler: comments, strings and character literals are blanked,
 then braces are matched; a brace opens a function when the text before it (back to the
@@ -159,6 +163,59 @@ def check_layers():
     return bad
 
 
+UNITY_LIBRARIES = [("exec/CMakeLists.txt", "quintnet_exec")]
+
+
+def unity_sources(cmake_file, target):
+    """The .cpp files of `add_library(TARGET ...)` in CMAKE_FILE, as paths from the root."""
+    text = open(os.path.join(ROOT, cmake_file), encoding="utf-8").read()
+    listing = re.search(r"add_library\(" + target + r"\b([^)]*)\)", text).group(1)
+    folder = os.path.dirname(cmake_file)
+    return [os.path.join(folder, name) for name in re.findall(r"[\w/]+\.cpp", listing)]
+
+
+def internal_functions(path):
+    """Names of the functions a file defines in an anonymous namespace or as static."""
+    text = blank_literals(open(path, encoding="utf-8").read())
+    text = PREPROCESSOR.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    names, scopes, last_boundary = set(), [], 0  # scopes: "anonymous", "namespace" or "other"
+    for i, c in enumerate(text):
+        if c == "{":
+            header = re.sub(r"\s+", " ", text[last_boundary:i]).strip()
+            at_namespace_scope = all(scope != "other" for scope in scopes)
+            if re.match(r"^(inline )?namespace$", header):
+                scopes.append("anonymous")
+            elif re.match(r"^(inline )?namespace\b", header):
+                scopes.append("namespace")
+            else:
+                internal = "anonymous" in scopes or header.startswith("static ")
+                name = re.search(r"(\w+)\s*\(", header) if opens_function(header) else None
+                if at_namespace_scope and internal and name and not header.startswith("operator"):
+                    names.add(name.group(1))
+                scopes.append("other")
+            last_boundary = i + 1
+        elif c == "}":
+            scopes.pop()
+            last_boundary = i + 1
+        elif c == ";":
+            last_boundary = i + 1
+    return names
+
+
+def check_unity_names():
+    bad = []
+    for cmake_file, target in UNITY_LIBRARIES:
+        defined_in = {}
+        for rel in unity_sources(cmake_file, target):
+            for name in internal_functions(os.path.join(ROOT, rel)):
+                defined_in.setdefault(name, []).append(rel)
+        for name, files in sorted(defined_in.items()):
+            if len(files) > 1:
+                bad.append(f"{files[1]}: internal function '{name}' also in {', '.join([files[0]] + files[2:])} "
+                           f"({target} is a unity build: give each its own name)")
+    return bad
+
+
 def self_test():
     """The scanner finds a long function and lets a long table of data pass (its negative control)."""
     import tempfile
@@ -176,6 +233,18 @@ def self_test():
     # f: 83 lines, from its opening brace's line to its closing one (over the limit); the
     # lambda inside g is part of g, one line; the table is data, not a function.
     assert found == [(3, 85), (189, 189)], found
+    # Internal: the anonymous namespace's function and the static one; not a member, not a
+    # function of a named namespace, not a lambda inside a function.
+    text = ("namespace n {\nnamespace {\nint helper(int x) { return [](int y) { return y; }(x); }\n"
+            "struct S {\n  static int member() { return 1; }\n};\n}  // namespace\n"
+            "static int counted() { return 0; }\nint exported() { return helper(1); }\n}  // namespace n\n")
+    with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
+        f.write(text)
+    try:
+        internal = internal_functions(f.name)
+    finally:
+        os.unlink(f.name)
+    assert internal == {"helper", "counted"}, internal
 
 
 def main():
@@ -187,10 +256,11 @@ def main():
     problems = [f"{path}:{first}: a function of {lines} lines (at most {MAX_LINES})"
                 for lines, path, first in check_lengths()]
     problems += check_layers()
+    problems += check_unity_names()
     for p in problems:
         print(p)
     print(f"code shape: {len(problems)} problem(s)" if problems else "code shape: every function at most "
-          f"{MAX_LINES} lines, every include down the floors")
+          f"{MAX_LINES} lines, every include down the floors, one name per internal function of a unity build")
     return 1 if problems else 0
 
 

@@ -18,7 +18,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-std::atomic<long> recomputed{0};
+std::atomic<long> cores_recomputed{0};
 
 // q, k, v as the kernel reads them: the same strides, the head dim contiguous.
 bool kernel_can_read(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
@@ -72,7 +72,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     } else {
       torch::Tensor unused_out = torch::empty(q.sizes(), q.options());
       probs = softmax_and_output(q, k, v, causal, unused_out);
-      ++recomputed;
+      ++cores_recomputed;
     }
     const kernels::AttentionDims s = dims_of(q, causal);
     const torch::Tensor dout = grads[0].contiguous();
@@ -142,7 +142,7 @@ struct RecomputedReference : torch::autograd::Function<RecomputedReference> {
                       ctx->saved_data["training"].toBool());
     }
     if (draws) swap_random_state(device, now);  // the masks after this one come as they would have
-    ++recomputed;
+    ++cores_recomputed;
     variable_list d = torch::autograd::grad({out}, qkv, {grads[0]});
     return {d[0], d[1], d[2], torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
@@ -158,7 +158,7 @@ torch::Tensor composition(const torch::Tensor& q, const torch::Tensor& k, const 
 
 }  // namespace
 
-long attention_cores_recomputed() { return recomputed.load(); }
+long attention_cores_recomputed() { return cores_recomputed.load(); }
 
 torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal,
                                   double dropout, bool training) {

@@ -12,7 +12,7 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 thread_local Recompute mode_now = Recompute::None;
-std::atomic<long> recomputed{0};
+std::atomic<long> blocks_run_again{0};
 
 // What the backward needs to run a block's forward again as it ran.
 struct BlockCall : torch::CustomClassHolder {
@@ -47,7 +47,7 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
       out = call->forward(input);
     }
     swap_random_state(device, now);  // the masks after this one come as they would have
-    ++recomputed;
+    ++blocks_run_again;
     // Differentiate towards what this backward pass asks for: the input (B, BI), the
     // parameters (B, BW: ZB-H1 asks for them apart), or both.  Slot 0 is the input,
     // 1 + i parameter i; the last (the call) gets no gradient.
@@ -73,7 +73,7 @@ RecomputeScope::~RecomputeScope() { mode_now = before_; }
 
 bool recomputing(Recompute mode) { return mode_now == mode && torch::GradMode::is_enabled(); }
 
-long blocks_recomputed() { return recomputed.load(); }
+long blocks_recomputed() { return blocks_run_again.load(); }
 
 torch::Tensor run_block(torch::nn::Module& block, BlockForward forward, const torch::Tensor& input) {
   if (!recomputing(Recompute::Full)) return forward(input);
