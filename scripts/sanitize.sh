@@ -39,23 +39,37 @@ export QT_QPA_PLATFORM=offscreen
   -E '^Planner\.SearchesMemoryOptionsAndBeatsMegatronsPublishedLayout$')
 
 seconds="${QN_FUZZ_SECONDS:-10}"
-for fuzzer in "$build"/bin/*_fuzzer; do
+# One fuzzer on a copy of its seed corpus; what it did is printed in one piece when it ends,
+# since the fuzzers run side by side, one per core (each is one process on one core).
+run_fuzzer() {
+  local fuzzer="$1" name corpus log status=0 limit
   name="$(basename "$fuzzer" _fuzzer)"
   corpus="$(mktemp -d)"
   cp "$root/fuzz/corpus/$name"/* "$corpus"/ 2> /dev/null || true
   if [ -n "$runs" ]; then limit=(-runs="$runs"); else limit=(-max_total_time="$seconds"); fi
-  echo "sanitize: $name fuzzer (${runs:-$seconds s}${runs:+ executions})"
   log="$corpus.log"
-  status=0
   (cd "$build" && "$fuzzer" "${limit[@]}" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 "$corpus" \
      > "$log" 2>&1) || status=$?
-  grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|Done)" "$log" || true
-  rm -rf "$corpus"
+  local report
+  report="sanitize: $name fuzzer (${runs:-$seconds s}${runs:+ executions})
+$(grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|Done)" "$log" || true)"
   if [ "$status" != 0 ]; then
-    tail -40 "$log"
-    echo "sanitize: the $name fuzzer found a problem (the input is saved in $build as crash-*)"
-    exit 1
+    report+="
+$(tail -40 "$log")
+sanitize: the $name fuzzer found a problem (the input is saved in $build as crash-*)"
   fi
-  rm -f "$log"
+  printf '%s\n' "$report"
+  rm -rf "$corpus" "$log"
+  return "$status"
+}
+pids=()
+for fuzzer in "$build"/bin/*_fuzzer; do
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+  run_fuzzer "$fuzzer" &
+  pids+=($!)
 done
+# Each fuzzer's own status (bash keeps it after wait -n took the process).
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+[ "$failed" = 0 ] || exit 1
 echo "sanitize: all suites and fuzzers clean"

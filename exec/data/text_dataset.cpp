@@ -43,7 +43,7 @@ std::string brown_to_text(const std::string& tagged) {
     for (std::string w; words >> w;) {
       const auto slash = w.rfind('/');
       std::string word = slash == std::string::npos ? w : w.substr(0, slash);
-      if (word == "``" || word == "''") word = "\"";
+      if (word == "``" || word == "''") word.assign(1, '"');
       const bool closes = word.size() == 1 && std::string(",.;:?!)").find(word[0]) != std::string::npos;
       const bool quote = word == "\"";
       if (quote) open_quote = !open_quote;
