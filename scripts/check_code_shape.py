@@ -216,20 +216,26 @@ def check_unity_names():
     return bad
 
 
-def self_test():
-    """The scanner finds a long function and lets a long table of data pass (its negative control)."""
+def scan_text(scanner, text):
+    """SCANNER (functions or internal_functions) run over TEXT as if it were a .cpp file."""
     import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
+        f.write(text)
+    try:
+        return scanner(f.name)
+    finally:
+        os.unlink(f.name)
+
+
+def self_test():
+    """The scanners on made-up files: a long function found and a long table of data let pass
+    (its negative control); internal functions told from members and exported ones."""
     body = "".join(f"  x += {i};\n" for i in range(80))
     table = "".join(f"    {{{i}, \"{{\"}},\n" for i in range(100))
     text = ("#define F(x) (x)\nnamespace n {\nint f(int x) {\n" + body + "  return x;\n}\n"
             "const std::vector<std::pair<int, const char*>> table = {\n" + table + "};\n"
             "struct S {\n  int g() const { return [](int y) { return y; }(1); }\n};\n}  // namespace n\n")
-    with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
-        f.write(text)
-    try:
-        found = functions(f.name)
-    finally:
-        os.unlink(f.name)
+    found = scan_text(functions, text)
     # f: 83 lines, from its opening brace's line to its closing one (over the limit); the
     # lambda inside g is part of g, one line; the table is data, not a function.
     assert found == [(3, 85), (189, 189)], found
@@ -238,12 +244,7 @@ def self_test():
     text = ("namespace n {\nnamespace {\nint helper(int x) { return [](int y) { return y; }(x); }\n"
             "struct S {\n  static int member() { return 1; }\n};\n}  // namespace\n"
             "static int counted() { return 0; }\nint exported() { return helper(1); }\n}  // namespace n\n")
-    with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
-        f.write(text)
-    try:
-        internal = internal_functions(f.name)
-    finally:
-        os.unlink(f.name)
+    internal = scan_text(internal_functions, text)
     assert internal == {"helper", "counted"}, internal
 
 
