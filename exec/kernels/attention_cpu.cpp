@@ -2,66 +2,92 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
-// One clone per CPU level, picked at load time (GCC function multiversioning): the
-// 16-wide loops below become one AVX-512 register, two AVX2 ones, or four SSE ones.
+// One variant per CPU level, picked once at load time (cpu_level()): the products below
+// are tiled to the level's vector registers.  A tile sized for AVX-512's 32 registers of
+// 16 floats spills on AVX2's 16 of 8 (measured 2.6x slower than LibTorch's matmuls on an
+// AVX2-only EPYC, docs/PERFORMANCE.md), so each level gets its own tile shapes, not one
+// shape compiled three ways.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define QN_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define QN_X86_LEVELS 1
+#define QN_TARGET(isa) __attribute__((target(isa), flatten))
 #else
-#define QN_CPU_CLONES
+#define QN_X86_LEVELS 0
 #endif
 
 namespace quintnet::exec::kernels {
 namespace {
 
-constexpr int64_t kTile = 16;  // output columns per register tile
+constexpr int64_t kTile = 16;  // padding granularity of every operand: a multiple of each level's width
 
 int64_t padded(int64_t n) {
   return (n + kTile - 1) / kTile * kTile;
 }
 
-// 16 floats as one value: GCC's vector extension, one AVX-512 register, two AVX2 ones
-// or four SSE ones depending on the clone.  aligned(4): loads from any float address.
-typedef float v16 __attribute__((vector_size(kTile * sizeof(float)), aligned(4)));
+// Each level's vector: W floats as one value (GCC's vector extension), one register of
+// the level.  aligned(4): loads from any float address.
+struct Avx512 {
+  static constexpr int64_t W = 16;
+  typedef float vec __attribute__((vector_size(W * sizeof(float)), aligned(4)));
+};
+struct Avx2 {
+  static constexpr int64_t W = 8;
+  typedef float vec __attribute__((vector_size(W * sizeof(float)), aligned(4)));
+};
+struct Baseline {  // SSE2 on x86, NEON on ARM: 16 bytes everywhere
+  static constexpr int64_t W = 4;
+  typedef float vec __attribute__((vector_size(W * sizeof(float)), aligned(4)));
+};
 
-// R rows × J·16 columns of C = A · B, accumulated over K in R·J registers (8: enough
-// independent FMA chains to keep two FMA units busy).  Rows past `rows` repeat the
-// last valid one and are not stored: no branch inside the K loop.
-template <int R, int J>
+// R rows × J·W columns of C = A · B, accumulated over K in R·J registers.  Rows past
+// `rows` repeat the last valid one and are not stored: no branch inside the K loop.
+template <class L, int R, int J>
 inline void gemm_tile(int64_t rows, int64_t K, int64_t Np, const float* A, int64_t a_row, int64_t a_col,
                       const float* __restrict__ B, float* __restrict__ C, int64_t ldc) {
+  using vec = typename L::vec;
   const float* a[R];
   for (int r = 0; r < R; ++r) a[r] = A + std::min<int64_t>(r, rows - 1) * a_row;
-  v16 acc[R][J] = {};
+  vec acc[R][J] = {};
   for (int64_t k = 0; k < K; ++k) {
-    v16 b[J];
-    for (int j = 0; j < J; ++j) b[j] = *reinterpret_cast<const v16*>(B + k * Np + j * kTile);
+    vec b[J];
+    for (int j = 0; j < J; ++j) b[j] = *reinterpret_cast<const vec*>(B + k * Np + j * L::W);
     for (int r = 0; r < R; ++r) {
       const float x = a[r][k * a_col];
       for (int j = 0; j < J; ++j) acc[r][j] += x * b[j];
     }
   }
   for (int r = 0; r < rows && r < R; ++r)
-    for (int j = 0; j < J; ++j) *reinterpret_cast<v16*>(C + r * ldc + j * kTile) = acc[r][j];
+    for (int j = 0; j < J; ++j) *reinterpret_cast<vec*>(C + r * ldc + j * L::W) = acc[r][j];
+}
+
+// Columns [n0, n0 + J·W) of C for every row, R rows at a time.
+template <class L, int R, int J>
+inline void gemm_rows(int64_t M, int64_t K, int64_t Np, int64_t n0, const float* A, int64_t a_row,
+                      int64_t a_col, const float* __restrict__ B, float* __restrict__ C, int64_t ldc) {
+  for (int64_t m0 = 0; m0 < M; m0 += R)
+    gemm_tile<L, R, J>(std::min<int64_t>(R, M - m0), K, Np, A + m0 * a_row, a_row, a_col, B + n0,
+                       C + m0 * ldc + n0, ldc);
 }
 
 // C[M, Np] = A[M, K] · B[K, Np] for the small matrices of one head: A read through
 // strides (so Aᵀ costs nothing), B row-major with Np a multiple of 16 (zero padded),
-// C with leading dimension ldc.
-template <int R, int J>
-inline void gemm_rows(int64_t M, int64_t K, int64_t Np, int64_t n0, const float* A, int64_t a_row,
-                      int64_t a_col, const float* __restrict__ B, float* __restrict__ C, int64_t ldc) {
-  for (int64_t m0 = 0; m0 < M; m0 += R)
-    gemm_tile<R, J>(std::min<int64_t>(R, M - m0), K, Np, A + m0 * a_row, a_row, a_col, B + n0,
-                    C + m0 * ldc + n0, ldc);
-}
+// C with leading dimension ldc.  Tiles of R·J accumulators plus J loads of B: 8 to 12
+// independent FMA chains (two FMA units, 4-5 cycles each), within the level's registers.
+template <class L>
 inline void small_gemm(int64_t M, int64_t K, int64_t Np, const float* A, int64_t a_row, int64_t a_col,
                        const float* __restrict__ B, float* __restrict__ C, int64_t ldc) {
   int64_t n0 = 0;
-  for (; n0 + 4 * kTile <= Np; n0 += 4 * kTile) gemm_rows<2, 4>(M, K, Np, n0, A, a_row, a_col, B, C, ldc);
-  for (; n0 + 2 * kTile <= Np; n0 += 2 * kTile) gemm_rows<4, 2>(M, K, Np, n0, A, a_row, a_col, B, C, ldc);
-  for (; n0 < Np; n0 += kTile) gemm_rows<8, 1>(M, K, Np, n0, A, a_row, a_col, B, C, ldc);
+  if constexpr (L::W == 16) {  // 32 registers: 8 accumulators of 64, 32 or 16 columns
+    for (; n0 + 4 * kTile <= Np; n0 += 4 * kTile) gemm_rows<L, 2, 4>(M, K, Np, n0, A, a_row, a_col, B, C, ldc);
+    for (; n0 + 2 * kTile <= Np; n0 += 2 * kTile) gemm_rows<L, 4, 2>(M, K, Np, n0, A, a_row, a_col, B, C, ldc);
+    for (; n0 < Np; n0 += kTile) gemm_rows<L, 8, 1>(M, K, Np, n0, A, a_row, a_col, B, C, ldc);
+  } else if constexpr (L::W == 8) {  // 16 registers: 6 rows × 16 columns (12 accumulators, 2 of B, 1 of A)
+    for (; n0 < Np; n0 += kTile) gemm_rows<L, 6, 2>(M, K, Np, n0, A, a_row, a_col, B, C, ldc);
+  } else {  // 16 registers, no FMA: 2 rows × 16 columns
+    for (; n0 < Np; n0 += kTile) gemm_rows<L, 2, 4>(M, K, Np, n0, A, a_row, a_col, B, C, ldc);
+  }
 }
 
 // exp(x) for x ≤ 0 (scores minus their row maximum), branch-free so the loop that
@@ -155,11 +181,9 @@ void store_rows(const HeadScratch& s, int64_t heads, int64_t b, int64_t h, float
     std::memcpy(out + ((b * s.T + t) * heads + h) * s.d, s.result.data() + t * s.dp, sizeof(float) * s.d);
 }
 
-}  // namespace
-
-QN_CPU_CLONES
-void attention_forward(const AttentionDims& a, const float* q, const float* k, const float* v, float* out,
-                       float* probs, int64_t first, int64_t last) {
+template <class L>
+void forward(const AttentionDims& a, const float* q, const float* k, const float* v, float* out, float* probs,
+             int64_t first, int64_t last) {
   const int64_t T = a.tokens, d = a.head_dim, H = a.heads;
   HeadScratch s(T, d);
   for (int64_t n = first; n < last; ++n) {
@@ -167,19 +191,18 @@ void attention_forward(const AttentionDims& a, const float* q, const float* k, c
     float* p = probs + n * T * T;
     // S = Q Kᵀ, P = softmax(scale · S) row by row, O = P V.
     columns_of(k, a.stride_b, a.stride_t, b, h, s, s.cols.data());
-    small_gemm(T, d, s.Tp, q + b * a.stride_b + h * d, a.stride_t, 1, s.cols.data(), s.scores.data(), s.Tp);
+    small_gemm<L>(T, d, s.Tp, q + b * a.stride_b + h * d, a.stride_t, 1, s.cols.data(), s.scores.data(), s.Tp);
     for (int64_t i = 0; i < T; ++i)
       softmax_row(s.scores.data() + i * s.Tp, a.causal ? i + 1 : T, T, a.scale, p + i * T);
     rows_of(v, a.stride_b, a.stride_t, b, h, s, s.rows.data());
-    small_gemm(T, T, s.dp, p, T, 1, s.rows.data(), s.result.data(), s.dp);
+    small_gemm<L>(T, T, s.dp, p, T, 1, s.rows.data(), s.result.data(), s.dp);
     store_rows(s, H, b, h, out);
   }
 }
 
-QN_CPU_CLONES
-void attention_backward(const AttentionDims& a, const float* q, const float* k, const float* v,
-                        const float* probs, const float* dout, float* dq, float* dk, float* dv, int64_t first,
-                        int64_t last) {
+template <class L>
+void backward(const AttentionDims& a, const float* q, const float* k, const float* v, const float* probs,
+              const float* dout, float* dq, float* dk, float* dv, int64_t first, int64_t last) {
   const int64_t T = a.tokens, d = a.head_dim, H = a.heads;
   const int64_t dout_b = T * H * d, dout_t = H * d;  // dout is contiguous [B, T, H, d]
   HeadScratch s(T, d);
@@ -189,11 +212,11 @@ void attention_backward(const AttentionDims& a, const float* q, const float* k, 
     const float* dout_head = dout + b * dout_b + h * d;
     // dV = Pᵀ dO
     rows_of(dout, dout_b, dout_t, b, h, s, s.rows.data());
-    small_gemm(T, T, s.dp, p, 1, T, s.rows.data(), s.result.data(), s.dp);
+    small_gemm<L>(T, T, s.dp, p, 1, T, s.rows.data(), s.result.data(), s.dp);
     store_rows(s, H, b, h, dv);
     // dP = dO Vᵀ, then the softmax backward in place: dS = scale · P ⊙ (dP − Σ_j P dP).
     columns_of(v, a.stride_b, a.stride_t, b, h, s, s.cols.data());
-    small_gemm(T, d, s.Tp, dout_head, dout_t, 1, s.cols.data(), s.scores.data(), s.Tp);
+    small_gemm<L>(T, d, s.Tp, dout_head, dout_t, 1, s.cols.data(), s.scores.data(), s.Tp);
     for (int64_t i = 0; i < T; ++i) {
       float* ds = s.scores.data() + i * s.Tp;
       const float* pi = p + i * T;
@@ -203,11 +226,92 @@ void attention_backward(const AttentionDims& a, const float* q, const float* k, 
     }
     // dQ = dS K, dK = dSᵀ Q
     rows_of(k, a.stride_b, a.stride_t, b, h, s, s.rows.data());
-    small_gemm(T, T, s.dp, s.scores.data(), s.Tp, 1, s.rows.data(), s.result.data(), s.dp);
+    small_gemm<L>(T, T, s.dp, s.scores.data(), s.Tp, 1, s.rows.data(), s.result.data(), s.dp);
     store_rows(s, H, b, h, dq);
     rows_of(q, a.stride_b, a.stride_t, b, h, s, s.rows.data());
-    small_gemm(T, T, s.dp, s.scores.data(), 1, s.Tp, s.rows.data(), s.result.data(), s.dp);
+    small_gemm<L>(T, T, s.dp, s.scores.data(), 1, s.Tp, s.rows.data(), s.result.data(), s.dp);
     store_rows(s, H, b, h, dk);
+  }
+}
+
+// The levels' entry points: each compiles its level's forward and backward for its
+// instruction set (flatten: every helper inlined, so nothing runs at the baseline's).
+#define QN_LEVEL_ENTRY(name, L, attributes)                                                                       \
+  attributes void forward_##name(const AttentionDims& a, const float* q, const float* k, const float* v,         \
+                                 float* out, float* probs, int64_t first, int64_t last) {                       \
+    forward<L>(a, q, k, v, out, probs, first, last);                                                            \
+  }                                                                                                             \
+  attributes void backward_##name(const AttentionDims& a, const float* q, const float* k, const float* v,        \
+                                  const float* probs, const float* dout, float* dq, float* dk, float* dv,        \
+                                  int64_t first, int64_t last) {                                                \
+    backward<L>(a, q, k, v, probs, dout, dq, dk, dv, first, last);                                              \
+  }
+QN_LEVEL_ENTRY(baseline, Baseline, __attribute__((flatten)))
+#if QN_X86_LEVELS
+QN_LEVEL_ENTRY(avx2, Avx2, QN_TARGET("arch=x86-64-v3"))
+QN_LEVEL_ENTRY(avx512, Avx512, QN_TARGET("arch=x86-64-v4"))
+#endif
+
+CpuLevel detect_cpu_level() {
+#if QN_X86_LEVELS
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4")) return CpuLevel::kAvx512;
+  if (__builtin_cpu_supports("x86-64-v3")) return CpuLevel::kAvx2;
+#endif
+  return CpuLevel::kBaseline;
+}
+
+CpuLevel& level_in_use() {
+  static CpuLevel level = best_cpu_level();
+  return level;
+}
+
+}  // namespace
+
+CpuLevel best_cpu_level() {
+  static const CpuLevel best = detect_cpu_level();
+  return best;
+}
+
+CpuLevel cpu_level() {
+  return level_in_use();
+}
+
+void set_cpu_level(CpuLevel level) {
+  if (level > best_cpu_level())
+    throw std::invalid_argument(std::string("this CPU cannot run the ") + cpu_level_name(level) +
+                                " kernels (its best: " + cpu_level_name(best_cpu_level()) + ")");
+  level_in_use() = level;
+}
+
+const char* cpu_level_name(CpuLevel level) {
+  switch (level) {
+    case CpuLevel::kAvx512: return "AVX-512";
+    case CpuLevel::kAvx2: return "AVX2";
+    case CpuLevel::kBaseline: break;
+  }
+  return "baseline";
+}
+
+void attention_forward(const AttentionDims& dims, const float* q, const float* k, const float* v, float* out,
+                       float* probs, int64_t first, int64_t last) {
+  switch (cpu_level()) {
+#if QN_X86_LEVELS
+    case CpuLevel::kAvx512: return forward_avx512(dims, q, k, v, out, probs, first, last);
+    case CpuLevel::kAvx2: return forward_avx2(dims, q, k, v, out, probs, first, last);
+#endif
+    default: return forward_baseline(dims, q, k, v, out, probs, first, last);
+  }
+}
+
+void attention_backward(const AttentionDims& dims, const float* q, const float* k, const float* v, const float* probs,
+                        const float* dout, float* dq, float* dk, float* dv, int64_t first, int64_t last) {
+  switch (cpu_level()) {
+#if QN_X86_LEVELS
+    case CpuLevel::kAvx512: return backward_avx512(dims, q, k, v, probs, dout, dq, dk, dv, first, last);
+    case CpuLevel::kAvx2: return backward_avx2(dims, q, k, v, probs, dout, dq, dk, dv, first, last);
+#endif
+    default: return backward_baseline(dims, q, k, v, probs, dout, dq, dk, dv, first, last);
   }
 }
 

@@ -8,7 +8,8 @@
 // ViT step) and a softmax over rows of 50.  One pass per (batch, head) that keeps the
 // head's q, k, v and scores in cache does the same arithmetic in a fraction of the time
 // (docs/PERFORMANCE.md).  No LibTorch here: raw float pointers, so the file compiles
-// fast, with -O3 and per-CPU clones (AVX-512, AVX2, baseline).
+// fast, with -O3 and one variant per CPU level (AVX-512, AVX2, baseline), each with
+// register tiles of its own width.
 //
 // Layout: q, k, v are [B, T, H, d] with d contiguous and the strides below (they may be
 // views into one fused qkv projection); out and d* are contiguous [B, T, H, d]; probs
@@ -23,6 +24,14 @@ struct AttentionDims {
   float scale = 1.0f;                   // usually 1/√head_dim
   bool causal = false;                  // token t attends to tokens ≤ t
 };
+
+// The instruction-set levels the kernels are built for; the best one this CPU has runs,
+// unless set_cpu_level picks a lower one (tests check every level against LibTorch).
+enum class CpuLevel { kBaseline, kAvx2, kAvx512 };  // x86-64 (v1), x86-64-v3, x86-64-v4
+CpuLevel best_cpu_level();
+CpuLevel cpu_level();
+void set_cpu_level(CpuLevel level);  // throws std::invalid_argument above best_cpu_level()
+const char* cpu_level_name(CpuLevel level);
 
 // (batch, head) pairs n in [first, last), n = b·heads + h.
 void attention_forward(const AttentionDims& dims, const float* q, const float* k, const float* v, float* out,

@@ -46,4 +46,21 @@ AutocastScope::~AutocastScope() {
   set_dtype(cuda_, previous_dtype_);
 }
 
+double cpu_bf16_matmul_error() {
+  static const double error = [] {
+    torch::NoGradGuard no_grad;
+    const torch::Generator generator = at::detail::createCPUGenerator(37);
+    const torch::Tensor a = at::randn({64, 1024}, generator, torch::kFloat32).to(torch::kBFloat16);
+    const torch::Tensor b = at::randn({1024, 64}, generator, torch::kFloat32).to(torch::kBFloat16);
+    const torch::Tensor exact = torch::mm(a.to(torch::kFloat32), b.to(torch::kFloat32));
+    const torch::Tensor product = torch::mm(a, b).to(torch::kFloat32);
+    return ((product - exact).abs().max() / exact.abs().max()).item<double>();
+  }();
+  return error;
+}
+
+bool cpu_bf16_matmul_accumulates_in_bf16() {
+  return cpu_bf16_matmul_error() > 0.01;
+}
+
 }  // namespace quintnet::exec

@@ -15,6 +15,16 @@ namespace quintnet::exec {
 // Whether a forward on `device` runs under autocast now (a recomputation re-enters it).
 bool autocast_active(const torch::Device& device);
 
+// How far LibTorch's bf16 matrix product on this CPU strays from fp32: the largest error,
+// relative to the largest value, of a [64, 1024] · [1024, 64] product of bf16-exact
+// inputs against the same product in fp32 (measured once).  With fp32 accumulation
+// (oneDNN on AVX-512 CPUs, LibTorch 2.x) ~0.3%, the output's own rounding to bf16;
+// LibTorch 1.13 on CPUs without AVX-512 accumulates in bf16: ~7% at this length
+// (docs/PERFORMANCE.md, session 37), and bf16 runs there follow fp32 less closely.
+double cpu_bf16_matmul_error();
+// cpu_bf16_matmul_error() above 1%: the products accumulate in bf16.
+bool cpu_bf16_matmul_accumulates_in_bf16();
+
 class AutocastScope {
  public:
   // on false: does nothing (fp32 runs pay no cost).

