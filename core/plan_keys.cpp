@@ -94,7 +94,8 @@ void add_parallel_keys(std::vector<PlanKey>& keys) {
   add(choice("device_type", kParallel, QN_KEY_FIELD(device_type), "device", "where ranks compute"));
   add(original(choice("precision", kParallel, QN_KEY_FIELD(precision), "precision",
                       "bf16: forward passes under autocast, weights fp32; bf16_weights: bf16 weights, fp32 master "
-                      "weights and gradients"),
+                      "weights and gradients. On CPUs without AVX-512, LibTorch 1.13's bf16 products accumulate "
+                      "in bf16 and the run says so when it starts (docs/PERFORMANCE.md, session 37)"),
                false));
   PlanKey mesh_dim = declare("mesh_dim", kParallel, "list of integers", "", "sizes of the mesh axes");
   mesh_dim.read = [](ConfigReader& r, Plan& p) { p.mesh_dim = r.get_int_list("mesh_dim", p.mesh_dim); };
