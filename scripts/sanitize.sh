@@ -32,11 +32,22 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$root/fuzz/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export QT_QPA_PLATFORM=offscreen
-# The planner's full search of Megatron's 175B layouts takes 146 s under the sanitizers,
-# alone on one core after the rest (CI's 45 minutes): its code runs here in
-# Planner.ListsFeasibleLayoutsWithReasonsForTheOthers, the search itself in build/.
+# Left to build/ (uninstrumented), for CI's 45 minutes: the suites that run the same code
+# over and over, 1-2.5 minutes each under the sanitizers (session 38, a 2-vCPU EPYC):
+#  - the planner's full search of Megatron's 175B layouts (146 s): its code runs here in
+#    Planner.ListsFeasibleLayoutsWithReasonsForTheOthers;
+#  - three simulator suites that simulate the whole step again and again (replicas, jitter
+#    samples, the reduced model beside the full one; 126, 112 and 92 s): the simulator's
+#    code runs here in the other Simulator suites;
+#  - GPT-2's tokenizer over the whole Brown corpus (65 s): its code runs here on the edge
+#    cases, and the bpe_encode and bpe_files fuzzers below feed it arbitrary input.
+heavy=(Planner.SearchesMemoryOptionsAndBeatsMegatronsPublishedLayout
+       Simulator.WhatIfsSimulateTheirReplicasAndStandInsAsTheFullStepDoes
+       Simulator.JitterExtrapolatesTheLatestReplicaFromSamples
+       Simulator.ReducedDataParallelModelEqualsTheFullSimulation
+       Tokenizer.MatchesTheJavaScriptEncoderOnTheWholeBrownCorpus)
 (cd "$build" && ctest --output-on-failure --timeout 900 -j "$(nproc)" \
-  -E '^Planner\.SearchesMemoryOptionsAndBeatsMegatronsPublishedLayout$')
+  -E "^($(IFS='|'; echo "${heavy[*]}" | sed 's/\./\\./g'))\$")
 
 seconds="${QN_FUZZ_SECONDS:-10}"
 # One fuzzer on a copy of its seed corpus; what it did is printed in one piece when it ends,
